@@ -1,0 +1,246 @@
+//! The Linux collector: `/proc` through the `procfs` crate.
+//!
+//! Per scan it reads `/proc/<pid>/stat` for every process (the floor: ppid, pgid, sid, state,
+//! CPU ticks, RSS, start time in one read); argv, uid and — for candidates only — the environment
+//! markers are read once per identity and re-read while a process is young (a fork shows its
+//! parent's argv until it execs). A process that vanishes mid-read, or that we may not read, is
+//! counted and skipped: that is normal on a live machine, never a failed scan.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeZone, Utc};
+use procfs::process::Process;
+use procfs::ProcError;
+
+use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
+use super::parse::{parse_cmdline, parse_env_markers};
+use super::{finish, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
+use crate::error::{Error, Result};
+use crate::model::{EnvMarkers, ProcState};
+
+/// Reads more than this from `/proc/<pid>/cmdline` or `environ` are cut (see [`parse_cmdline`]).
+const READ_CAP: u64 = 256 * 1024;
+
+/// The procfs-backed collector. Keep one alive across scans: its identity cache is what makes a
+/// steady scan cheap and lets zombies and orphans keep their role.
+#[derive(Debug)]
+pub struct ProcfsCollector {
+    root: PathBuf,
+    boot_time_ms: i64,
+    ticks_per_sec: u64,
+    page_size: u64,
+    cache: IdentityCache,
+    gen: u64,
+}
+
+impl ProcfsCollector {
+    /// A collector over the system's `/proc`.
+    pub fn new() -> Result<Self> {
+        Self::with_root("/proc")
+    }
+
+    /// A collector over another procfs mount (a container's, say).
+    pub fn with_root(root: impl Into<PathBuf>) -> Result<Self> {
+        let root = root.into();
+        let boot = procfs::boot_time_secs()
+            .map_err(|e| Error::SystemInfo { what: "the boot time (/proc/stat btime)", detail: e.to_string() })?;
+        Ok(Self {
+            root,
+            boot_time_ms: i64::try_from(boot).unwrap_or(0).saturating_mul(1000),
+            ticks_per_sec: procfs::ticks_per_second().max(1),
+            page_size: procfs::page_size(),
+            cache: IdentityCache::default(),
+            gen: 0,
+        })
+    }
+
+    /// The identity cache (read-only), for tests and diagnostics.
+    pub fn cache(&self) -> &IdentityCache {
+        &self.cache
+    }
+
+    /// Absolute time of a start-ticks value.
+    pub fn start_time(&self, start_ticks: u64) -> DateTime<Utc> {
+        let ms = self.boot_time_ms.saturating_add(
+            i64::try_from(start_ticks.saturating_mul(1000) / self.ticks_per_sec).unwrap_or(i64::MAX / 2),
+        );
+        Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
+    }
+
+    /// One pass over the process table.
+    pub fn scan(&mut self) -> Result<ProcessTable> {
+        let started = Instant::now();
+        self.gen += 1;
+        let gen = self.gen;
+        let mut stats = ScanStats::default();
+        let iter = procfs::process::all_processes_with_root(&self.root).map_err(|e| Error::ProcessTable {
+            path: self.root.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let now = Instant::now();
+        let wall_now_ms = Utc::now().timestamp_millis();
+        let mut samples = Vec::new();
+        for proc in iter {
+            let proc = match proc {
+                Ok(p) => p,
+                Err(e) => {
+                    count(&mut stats, &e);
+                    continue;
+                }
+            };
+            let stat = match proc.stat() {
+                Ok(s) => s,
+                Err(e) => {
+                    count(&mut stats, &e);
+                    continue;
+                }
+            };
+            let (Ok(pid), Ok(ppid), Ok(pgid), Ok(sid)) = (
+                u32::try_from(stat.pid),
+                u32::try_from(stat.ppid),
+                u32::try_from(stat.pgrp),
+                u32::try_from(stat.session),
+            ) else {
+                continue;
+            };
+            let state = ProcState::from_letter(stat.state);
+            let start_time = self.start_time(stat.starttime);
+            let young = wall_now_ms.saturating_sub(start_time.timestamp_millis())
+                < i64::try_from(YOUNG.as_millis()).unwrap_or(2000);
+            let ident = match self.cache.get(pid, stat.starttime) {
+                Some(known) if !young => Arc::clone(known),
+                known => {
+                    let known = known.cloned();
+                    match read_ident(&proc, state, known.as_deref(), &mut stats) {
+                        Some(fresh) => {
+                            if known.is_none() {
+                                stats.new_identities += 1;
+                            }
+                            match known {
+                                Some(k) if *k == fresh => k,
+                                _ => Arc::new(fresh),
+                            }
+                        }
+                        None => continue,
+                    }
+                }
+            };
+            let cpu_ticks = stat.utime.saturating_add(stat.stime);
+            let cpu_percent =
+                self.cache.observe(pid, stat.starttime, Arc::clone(&ident), cpu_ticks, self.ticks_per_sec, now, gen);
+            stats.processes += 1;
+            samples.push(Sample {
+                pid,
+                ppid,
+                pgid,
+                sid,
+                state,
+                start_ticks: stat.starttime,
+                start_time,
+                cpu_percent,
+                rss_bytes: stat.rss.saturating_mul(self.page_size),
+                ident,
+            });
+        }
+        stats.exited = u32::try_from(self.cache.sweep(gen)).unwrap_or(u32::MAX);
+        Ok(finish(samples, &mut self.cache, stats, started))
+    }
+
+    /// Two scans `gap` apart, so CPU percentages are filled in.
+    pub fn scan_twice(&mut self, gap: Duration) -> Result<ProcessTable> {
+        self.scan()?;
+        std::thread::sleep(gap);
+        self.scan()
+    }
+}
+
+/// Counts a per-process failure by kind. Everything here is expected on a live machine.
+fn count(stats: &mut ScanStats, e: &ProcError) {
+    match e {
+        ProcError::PermissionDenied(_) => stats.denied += 1,
+        _ => stats.vanished += 1,
+    }
+}
+
+/// Reads argv, uid and (for candidates) the environment markers of one process.
+/// `None` when the process vanished meanwhile.
+fn read_ident(proc: &Process, state: ProcState, known: Option<&Ident>, stats: &mut ScanStats) -> Option<Ident> {
+    let argv = match read_capped(proc, "cmdline") {
+        Ok(raw) => parse_cmdline(&raw),
+        Err(ReadErr::Gone) => return None,
+        Err(ReadErr::Denied) => {
+            stats.denied += 1;
+            Vec::new()
+        }
+    };
+    // A zombie's cmdline is empty: keep what we read while it was alive.
+    if argv.is_empty() {
+        if let Some(k) = known {
+            if !state.is_alive() || !k.argv.is_empty() {
+                return Some(k.clone());
+            }
+        }
+    }
+    let markers = if is_env_candidate(&argv) {
+        match read_capped(proc, "environ") {
+            Ok(raw) => parse_env_markers(&raw),
+            Err(ReadErr::Gone) => return None,
+            Err(ReadErr::Denied) => {
+                stats.denied += 1;
+                EnvMarkers::default()
+            }
+        }
+    } else {
+        EnvMarkers::default()
+    };
+    let uid = proc.uid().ok();
+    let signature = classify(&argv, &markers);
+    let pkg_dir = match &signature {
+        Signature::Server { script, .. } => server_pkg_dir(proc, script),
+        _ => None,
+    };
+    Some(Ident { argv, markers, signature, uid, pkg_dir })
+}
+
+enum ReadErr {
+    Gone,
+    Denied,
+}
+
+fn read_capped(proc: &Process, name: &str) -> std::result::Result<Vec<u8>, ReadErr> {
+    let file = proc.open_relative(name).map_err(|e| match e {
+        ProcError::PermissionDenied(_) => ReadErr::Denied,
+        _ => ReadErr::Gone,
+    })?;
+    let mut buf = Vec::new();
+    match file.take(READ_CAP).read_to_end(&mut buf) {
+        Ok(_) => Ok(buf),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(ReadErr::Denied),
+        // ESRCH: the process exited between open and read.
+        Err(_) => Err(ReadErr::Gone),
+    }
+}
+
+/// The server's package directory: from the script path, resolving `bin/mcp-debugger` symlinks
+/// (relative to the process's cwd when the path is relative).
+fn server_pkg_dir(proc: &Process, script: &str) -> Option<String> {
+    if let Some(dir) = pkg_dir_of(script) {
+        return Some(absolute(proc, &dir).to_string_lossy().into_owned());
+    }
+    let resolved = std::fs::canonicalize(absolute(proc, script)).ok()?;
+    pkg_dir_of(&resolved.to_string_lossy())
+}
+
+fn absolute(proc: &Process, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    match proc.cwd() {
+        Ok(cwd) => cwd.join(p),
+        Err(_) => p.to_path_buf(),
+    }
+}

@@ -1,0 +1,273 @@
+//! The process table: who runs, what each process is, and how they hang together.
+//!
+//! A backend (procfs on Linux, sysinfo elsewhere) harvests [`Sample`]s; identities (pid + start
+//! time) are cached so argv and environment markers are read once per process, not once per tick;
+//! [`relate`] then applies ancestry to turn signatures into roles, server and session links.
+//! Nothing here talks to a server or reads a log: that is `sources`.
+
+pub mod classify;
+pub mod parse;
+pub mod portable;
+mod relate;
+
+#[cfg(target_os = "linux")]
+pub mod linux;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::model::{EnvMarkers, Language, Proc, ProcState, Role, ServerInfo};
+use classify::Signature;
+
+pub use relate::relate;
+
+/// The collector for this OS.
+#[cfg(target_os = "linux")]
+pub type Collector = linux::ProcfsCollector;
+/// The collector for this OS.
+#[cfg(not(target_os = "linux"))]
+pub type Collector = portable::SysinfoCollector;
+
+/// How long after its start a process's argv is re-read: between `fork` and `exec` a child still
+/// shows its parent's command line.
+pub const YOUNG: Duration = Duration::from_secs(2);
+
+/// What is read once per process identity and then kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ident {
+    /// Command line (bounded; see [`parse::parse_cmdline`]).
+    pub argv: Vec<String>,
+    /// Environment markers (only for candidates; empty otherwise).
+    pub markers: EnvMarkers,
+    /// What the process says it is.
+    pub signature: Signature,
+    /// Real uid, when readable.
+    pub uid: Option<u32>,
+    /// For servers: the resolved package directory.
+    pub pkg_dir: Option<String>,
+}
+
+/// One process at one instant: the cheap fields read every scan, plus its cached identity.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// Process id.
+    pub pid: u32,
+    /// Parent pid.
+    pub ppid: u32,
+    /// Process group.
+    pub pgid: u32,
+    /// Session.
+    pub sid: u32,
+    /// Scheduler state.
+    pub state: ProcState,
+    /// Start time in clock ticks since boot (identity with `pid`).
+    pub start_ticks: u64,
+    /// Absolute start time.
+    pub start_time: DateTime<Utc>,
+    /// CPU use since this identity's previous sample, percent of one core.
+    pub cpu_percent: Option<f32>,
+    /// Resident set size in bytes.
+    pub rss_bytes: u64,
+    /// The identity's cached facts.
+    pub ident: Arc<Ident>,
+}
+
+/// What [`relate`] last concluded about an identity, kept so that an orphan reparented to PID 1
+/// (or a zombie whose argv is gone) stays under its real owner.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Memory {
+    /// Role last resolved.
+    pub role: Option<Role>,
+    /// Server last resolved.
+    pub server_pid: Option<u32>,
+    /// Session last resolved.
+    pub session_id: Option<String>,
+    /// Language last resolved.
+    pub language: Option<Language>,
+    /// The parent it had while inside a server's tree.
+    pub ppid: Option<u32>,
+}
+
+/// Per-identity memory across scans, keyed by pid and checked against start ticks.
+#[derive(Debug, Default)]
+pub struct IdentityCache {
+    entries: HashMap<u32, CacheEntry>,
+}
+
+#[derive(Debug)]
+struct CacheEntry {
+    start_ticks: u64,
+    ident: Arc<Ident>,
+    cpu_ticks: u64,
+    cpu_at: Instant,
+    memory: Memory,
+    seen_gen: u64,
+}
+
+impl IdentityCache {
+    /// The cached identity for `pid` if it is the same process (same start ticks).
+    pub fn get(&self, pid: u32, start_ticks: u64) -> Option<&Arc<Ident>> {
+        self.entries.get(&pid).filter(|e| e.start_ticks == start_ticks).map(|e| &e.ident)
+    }
+
+    /// What relate remembered about this identity.
+    pub fn memory(&self, pid: u32, start_ticks: u64) -> Option<&Memory> {
+        self.entries.get(&pid).filter(|e| e.start_ticks == start_ticks).map(|e| &e.memory)
+    }
+
+    /// Number of identities held.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Records a sample of `pid` in generation `gen`, returning CPU % since the last one.
+    /// A different start time replaces the entry: a reused pid is a new identity.
+    fn observe(
+        &mut self,
+        pid: u32,
+        start_ticks: u64,
+        ident: Arc<Ident>,
+        cpu_ticks: u64,
+        ticks_per_sec: u64,
+        now: Instant,
+        gen: u64,
+    ) -> Option<f32> {
+        match self.entries.get_mut(&pid) {
+            Some(e) if e.start_ticks == start_ticks => {
+                let dt = now.duration_since(e.cpu_at).as_secs_f64();
+                let pct = (dt > 0.0).then(|| {
+                    let used = cpu_ticks.saturating_sub(e.cpu_ticks) as f64 / ticks_per_sec.max(1) as f64;
+                    (used / dt * 100.0) as f32
+                });
+                e.ident = ident;
+                e.cpu_ticks = cpu_ticks;
+                e.cpu_at = now;
+                e.seen_gen = gen;
+                pct
+            }
+            _ => {
+                self.entries.insert(
+                    pid,
+                    CacheEntry { start_ticks, ident, cpu_ticks, cpu_at: now, memory: Memory::default(), seen_gen: gen },
+                );
+                None
+            }
+        }
+    }
+
+    /// Drops identities not seen in generation `gen`; returns how many exited.
+    fn sweep(&mut self, gen: u64) -> usize {
+        let before = self.entries.len();
+        self.entries.retain(|_, e| e.seen_gen == gen);
+        before - self.entries.len()
+    }
+
+    fn remember(&mut self, pid: u32, start_ticks: u64, memory: Memory) {
+        if let Some(e) = self.entries.get_mut(&pid).filter(|e| e.start_ticks == start_ticks) {
+            e.memory = memory;
+        }
+    }
+}
+
+/// Counters of one scan, so a partial read is visible instead of silent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct ScanStats {
+    /// Processes read.
+    pub processes: u32,
+    /// Identities seen for the first time (argv read).
+    pub new_identities: u32,
+    /// Identities from the previous scan that are gone.
+    pub exited: u32,
+    /// Processes that vanished while being read (normal; skipped).
+    pub vanished: u32,
+    /// Processes with something we may not read (another user's environ; skipped or partial).
+    pub denied: u32,
+    /// Wall time of the scan, in microseconds.
+    #[ts(type = "number")]
+    pub duration_us: u64,
+}
+
+/// The result of one scan: every process that belongs to a debug server, resolved.
+#[derive(Debug, Clone)]
+pub struct ProcessTable {
+    /// When the scan finished.
+    pub taken_at: DateTime<Utc>,
+    /// Server-related processes, sorted by (server, pid).
+    pub procs: Vec<Proc>,
+    /// The servers among them.
+    pub servers: Vec<ServerInfo>,
+    /// Counters.
+    pub stats: ScanStats,
+}
+
+impl ProcessTable {
+    /// The process with this pid, if it is server-related.
+    pub fn get(&self, pid: u32) -> Option<&Proc> {
+        self.procs.iter().find(|p| p.pid == pid)
+    }
+}
+
+/// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
+pub(crate) fn finish(
+    samples: Vec<Sample>,
+    cache: &mut IdentityCache,
+    mut stats: ScanStats,
+    started: Instant,
+) -> ProcessTable {
+    let resolved = relate(&samples, cache);
+    let mut servers = Vec::new();
+    let mut procs = Vec::with_capacity(resolved.len());
+    for (i, r) in resolved {
+        let s = &samples[i];
+        cache.remember(s.pid, s.start_ticks, r.memory.clone());
+        if let Signature::Server { mode, port, log_file, .. } = &s.ident.signature {
+            servers.push(ServerInfo {
+                pid: s.pid,
+                start_time: s.start_time,
+                mode: *mode,
+                port: *port,
+                log_file: log_file.clone(),
+                pkg_dir: s.ident.pkg_dir.clone(),
+            });
+        }
+        let owner_pid = match &s.ident.signature {
+            Signature::Worker { owner_pid, .. } => Some(*owner_pid),
+            _ => None,
+        };
+        procs.push(Proc {
+            pid: s.pid,
+            ppid: s.ppid,
+            pgid: s.pgid,
+            sid: s.sid,
+            state: s.state,
+            start_time: s.start_time,
+            start_ticks: s.start_ticks,
+            uid: s.ident.uid,
+            role: r.memory.role.unwrap_or(Role::Other),
+            argv: s.ident.argv.clone(),
+            markers: s.ident.markers.clone(),
+            cpu_percent: s.cpu_percent,
+            rss_bytes: s.rss_bytes,
+            server_pid: r.memory.server_pid,
+            session_id: r.memory.session_id,
+            language: r.memory.language,
+            owner_pid,
+            remembered_ppid: r.remembered_ppid,
+        });
+    }
+    procs.sort_by_key(|p| (p.server_pid.unwrap_or(u32::MAX), p.pid));
+    servers.sort_by_key(|s| s.pid);
+    stats.duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    ProcessTable { taken_at: Utc::now(), procs, servers, stats }
+}

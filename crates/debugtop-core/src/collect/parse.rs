@@ -1,0 +1,245 @@
+//! Parsers for the raw bytes of `/proc/<pid>/cmdline` and `/proc/<pid>/environ`.
+//!
+//! Everything a process exposes is untrusted: it may be huge, not UTF-8, or shaped to confuse us.
+//! These functions are pure, never panic, and bound what they keep.
+
+use crate::model::EnvMarkers;
+
+/// The most argv we keep per process. Longer command lines are cut (and marked) so one hostile
+/// process cannot make every snapshot huge.
+pub const MAX_ARGV_BYTES: usize = 64 * 1024;
+/// The most arguments we keep per process.
+pub const MAX_ARGS: usize = 1024;
+/// The longest environment value we look at.
+const MAX_ENV_VALUE: usize = 16 * 1024;
+
+/// Splits a NUL-separated command line into arguments, replacing invalid UTF-8, dropping the
+/// trailing empty piece, and bounding size and count. An empty or NUL-only buffer gives `[]`
+/// (that is what a zombie or a kernel thread shows).
+pub fn parse_cmdline(raw: &[u8]) -> Vec<String> {
+    if raw.iter().all(|b| *b == 0) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut budget = MAX_ARGV_BYTES;
+    let trimmed = raw.strip_suffix(&[0]).unwrap_or(raw);
+    for piece in trimmed.split(|b| *b == 0) {
+        if out.len() == MAX_ARGS || budget == 0 {
+            out.push("…(truncated)".to_owned());
+            break;
+        }
+        let take = piece.len().min(budget);
+        let mut s = String::from_utf8_lossy(&piece[..take]).into_owned();
+        if take < piece.len() {
+            s.push_str("…(truncated)");
+        }
+        budget -= take;
+        out.push(s);
+    }
+    out
+}
+
+/// Extracts only the markers debugtop cares about from a NUL-separated environment. Entries
+/// without `=`, values that do not parse, and everything else are ignored; nothing else is kept.
+pub fn parse_env_markers(raw: &[u8]) -> EnvMarkers {
+    let mut m = EnvMarkers::default();
+    for entry in raw.split(|b| *b == 0) {
+        let Some(eq) = entry.iter().position(|b| *b == b'=') else {
+            continue;
+        };
+        let (key, value) = (&entry[..eq], &entry[eq + 1..]);
+        if value.len() > MAX_ENV_VALUE {
+            continue;
+        }
+        let value = String::from_utf8_lossy(value);
+        match key {
+            b"MCP_DEBUGGER_MAIN_PID" => m.main_pid = parse_pid(&value),
+            b"DEBUGPY_LOG_DIR" => {
+                if !value.is_empty() {
+                    m.debugpy_log_dir = Some(value.into_owned());
+                }
+            }
+            b"NODE_INSPECTOR_INFO" => m.inspector_pid = inspector_pid(&value),
+            b"NODE_OPTIONS" => m.js_bootloader = value.contains("bootloader.js"),
+            _ => {}
+        }
+    }
+    m
+}
+
+/// A pid as a positive decimal integer that fits in `u32` (and the kernel's range); anything
+/// else — empty, signed, non-numeric, zero, overflowing — is `None`.
+pub fn parse_pid(s: &str) -> Option<u32> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 10 {
+        return None;
+    }
+    match s.parse::<u32>() {
+        Ok(0) | Err(_) => None,
+        // PID_MAX_LIMIT is 2^22; anything above cannot be a pid.
+        Ok(p) if p > 4_194_304 => None,
+        Ok(p) => Some(p),
+    }
+}
+
+/// The `"pid"` field of js-debug's `NODE_INSPECTOR_INFO` JSON (a string or a number).
+fn inspector_pid(json: &str) -> Option<u32> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    match v.get("pid")? {
+        serde_json::Value::String(s) => parse_pid(s),
+        serde_json::Value::Number(n) => n.as_u64().and_then(|n| parse_pid(&n.to_string())),
+        _ => None,
+    }
+}
+
+/// A debug session id as carried on command lines and paths: 1–128 characters of
+/// `[A-Za-z0-9_-]`. Anything else is not trusted as an id.
+pub fn session_id(s: &str) -> Option<String> {
+    let ok = !s.is_empty()
+        && s.len() <= 128
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    ok.then(|| s.to_owned())
+}
+
+/// The session id inside a `…/sessions/<id>/run-…` path (debugpy's `DEBUGPY_LOG_DIR`).
+pub fn session_from_run_dir(path: &str) -> Option<String> {
+    let mut parts = path.split('/');
+    while let Some(p) = parts.next() {
+        if p == "sessions" {
+            return parts.next().and_then(session_id);
+        }
+    }
+    None
+}
+
+/// The value of a `--name=value` or `--name value` option, first occurrence.
+pub fn option_value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        for name in names {
+            if a == name {
+                return it.next().map(String::as_str);
+            }
+            if let Some(rest) = a.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+                return Some(rest);
+            }
+        }
+    }
+    None
+}
+
+/// The last path component of an argument (`/usr/bin/node` → `node`).
+pub fn basename(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdline_splits_on_nul_and_drops_trailing() {
+        assert_eq!(parse_cmdline(b"node\0a.js\0--x=1\0"), ["node", "a.js", "--x=1"]);
+        assert_eq!(parse_cmdline(b"node\0\0a\0"), ["node", "", "a"]);
+        assert_eq!(parse_cmdline(b"no-trailing-nul"), ["no-trailing-nul"]);
+    }
+
+    #[test]
+    fn cmdline_empty_and_nul_only_give_nothing() {
+        assert!(parse_cmdline(b"").is_empty());
+        assert!(parse_cmdline(b"\0").is_empty());
+        assert!(parse_cmdline(&[0u8; 4096]).is_empty());
+    }
+
+    #[test]
+    fn cmdline_invalid_utf8_is_replaced_not_fatal() {
+        let argv = parse_cmdline(b"node\0\xff\xfe\x80bad\0ok\0");
+        assert_eq!(argv.len(), 3);
+        assert_eq!(argv[1], "\u{fffd}\u{fffd}\u{fffd}bad");
+        assert_eq!(argv[2], "ok");
+    }
+
+    #[test]
+    fn cmdline_100kb_argv_is_bounded() {
+        let mut raw = b"node\0".to_vec();
+        raw.extend(std::iter::repeat_n(b'a', 100 * 1024));
+        raw.push(0);
+        raw.extend_from_slice(b"tail\0");
+        let argv = parse_cmdline(&raw);
+        let total: usize = argv.iter().map(String::len).sum();
+        assert!(total <= MAX_ARGV_BYTES + 64, "kept {total} bytes");
+        assert!(argv[1].ends_with("…(truncated)"));
+    }
+
+    #[test]
+    fn cmdline_many_args_is_bounded() {
+        let raw = "x\0".repeat(10_000);
+        let argv = parse_cmdline(raw.as_bytes());
+        assert_eq!(argv.len(), MAX_ARGS + 1);
+    }
+
+    #[test]
+    fn env_markers_are_the_only_thing_kept() {
+        let raw = b"PATH=/bin\0MCP_DEBUGGER_MAIN_PID=4242\0SECRET=hunter2\0\
+DEBUGPY_LOG_DIR=/tmp/x/sessions/b85b4926-aa/run-1\0NODE_OPTIONS=--require /x/js-debug/src/bootloader.js\0\
+NODE_INSPECTOR_INFO={\"ipcAddress\":\"/tmp/s\",\"pid\":\"777\"}\0";
+        let m = parse_env_markers(raw);
+        assert_eq!(m.main_pid, Some(4242));
+        assert_eq!(m.debugpy_log_dir.as_deref(), Some("/tmp/x/sessions/b85b4926-aa/run-1"));
+        assert_eq!(m.inspector_pid, Some(777));
+        assert!(m.js_bootloader);
+        assert!(!format!("{m:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn env_hostile_entries_are_ignored() {
+        let m = parse_env_markers(b"MCP_DEBUGGER_MAIN_PID\0=\0MCP_DEBUGGER_MAIN_PID=-5\0");
+        assert_eq!(m.main_pid, None);
+        let m = parse_env_markers(b"MCP_DEBUGGER_MAIN_PID=12abc\0NODE_INSPECTOR_INFO={not json\0");
+        assert_eq!(m, EnvMarkers::default());
+        let m = parse_env_markers(b"\xff\xfe=1\0MCP_DEBUGGER_MAIN_PID=\xff\0");
+        assert_eq!(m, EnvMarkers::default());
+        let m = parse_env_markers(b"NODE_INSPECTOR_INFO={\"pid\":12}\0");
+        assert_eq!(m.inspector_pid, Some(12));
+    }
+
+    #[test]
+    fn pid_parsing_rejects_everything_odd() {
+        for bad in ["", "-1", "+1", "0", "1.5", "abc", "99999999999", "4294967296", "5000000", " "] {
+            assert_eq!(parse_pid(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_pid("1"), Some(1));
+        assert_eq!(parse_pid(" 4242 "), Some(4242));
+    }
+
+    #[test]
+    fn session_ids_are_validated() {
+        assert_eq!(session_id("b85b4926-aa"), Some("b85b4926-aa".into()));
+        assert_eq!(session_id(""), None);
+        assert_eq!(session_id("../../etc"), None);
+        assert_eq!(session_id("<img>"), None);
+        assert_eq!(session_id(&"a".repeat(129)), None);
+        assert_eq!(session_from_run_dir("/l/sessions/abc-1/run-17"), Some("abc-1".into()));
+        assert_eq!(session_from_run_dir("/l/sessions"), None);
+        assert_eq!(session_from_run_dir("/nothing/here"), None);
+    }
+
+    #[test]
+    fn options_both_forms() {
+        let a: Vec<String> = ["x", "-p", "3901", "--log-file=/l/s.log"].map(String::from).into();
+        assert_eq!(option_value(&a, &["-p", "--port"]), Some("3901"));
+        assert_eq!(option_value(&a, &["--log-file"]), Some("/l/s.log"));
+        assert_eq!(option_value(&a, &["--missing"]), None);
+        let dangling: Vec<String> = ["x", "--port"].map(String::from).into();
+        assert_eq!(option_value(&dangling, &["--port"]), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..2048)) {
+            let _ = parse_cmdline(&raw);
+            let _ = parse_env_markers(&raw);
+            let _ = session_from_run_dir(&String::from_utf8_lossy(&raw));
+        }
+    }
+}

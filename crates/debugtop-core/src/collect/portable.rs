@@ -1,0 +1,124 @@
+//! The portable collector: `sysinfo`, for systems without `/proc` (macOS, Windows, BSDs).
+//!
+//! It gives the subset sysinfo exposes: pid, ppid, state, start time (seconds), CPU, RSS, argv,
+//! environment, uid. Process group and session are not portable and are reported as 0. It is
+//! compiled (and tested) on Linux too, so it cannot silently rot.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{TimeZone, Utc};
+use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind};
+
+use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
+use super::parse::{parse_cmdline, parse_env_markers};
+use super::{finish, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
+use crate::error::{Error, Result};
+use crate::model::{EnvMarkers, ProcState};
+
+/// The sysinfo-backed collector.
+#[derive(Debug)]
+pub struct SysinfoCollector {
+    sys: System,
+    cache: IdentityCache,
+    gen: u64,
+}
+
+impl SysinfoCollector {
+    /// A new collector.
+    pub fn new() -> Result<Self> {
+        let sys = System::new()
+            .map_err(|e| Error::SystemInfo { what: "the process list (sysinfo)", detail: e.to_string() })?;
+        Ok(Self { sys, cache: IdentityCache::default(), gen: 0 })
+    }
+
+    /// One pass over the process table.
+    pub fn scan(&mut self) -> Result<ProcessTable> {
+        let started = Instant::now();
+        self.gen += 1;
+        let gen = self.gen;
+        self.sys.refresh_processes_specifics(
+            ProcessesToUpdate::All,
+            true,
+            ProcessRefreshKind::nothing()
+                .with_cpu()
+                .with_memory()
+                .with_cmd(UpdateKind::OnlyIfNotSet)
+                .with_environ(UpdateKind::OnlyIfNotSet)
+                .with_user(UpdateKind::OnlyIfNotSet),
+        );
+        let now = Instant::now();
+        let mut stats = ScanStats::default();
+        let mut samples = Vec::new();
+        for (pid, p) in self.sys.processes() {
+            let pid = pid.as_u32();
+            // sysinfo gives seconds; scale so identities still differ when a pid is reused.
+            let start_ticks = p.start_time().saturating_mul(100);
+            let ident = match self.cache.get(pid, start_ticks) {
+                Some(k) => Arc::clone(k),
+                None => {
+                    stats.new_identities += 1;
+                    let mut raw = Vec::new();
+                    for a in p.cmd() {
+                        raw.extend_from_slice(a.as_encoded_bytes());
+                        raw.push(0);
+                    }
+                    let argv = parse_cmdline(&raw);
+                    let markers = if is_env_candidate(&argv) {
+                        let mut env = Vec::new();
+                        for e in p.environ() {
+                            env.extend_from_slice(e.as_encoded_bytes());
+                            env.push(0);
+                        }
+                        parse_env_markers(&env)
+                    } else {
+                        EnvMarkers::default()
+                    };
+                    let signature = classify(&argv, &markers);
+                    let pkg_dir = match &signature {
+                        Signature::Server { script, .. } => pkg_dir_of(script),
+                        _ => None,
+                    };
+                    let uid = p.user_id().and_then(|u| u.to_string().parse::<u32>().ok());
+                    Arc::new(Ident { argv, markers, signature, uid, pkg_dir })
+                }
+            };
+            let _ = self.cache.observe(pid, start_ticks, Arc::clone(&ident), 0, 100, now, gen);
+            stats.processes += 1;
+            samples.push(Sample {
+                pid,
+                ppid: p.parent().map(|p| p.as_u32()).unwrap_or(0),
+                pgid: 0,
+                sid: 0,
+                state: state_of(p.status()),
+                start_ticks,
+                start_time: Utc
+                    .timestamp_opt(i64::try_from(p.start_time()).unwrap_or(0), 0)
+                    .single()
+                    .unwrap_or_default(),
+                cpu_percent: Some(p.cpu_usage()),
+                rss_bytes: p.memory(),
+                ident,
+            });
+        }
+        stats.exited = u32::try_from(self.cache.sweep(gen)).unwrap_or(u32::MAX);
+        Ok(finish(samples, &mut self.cache, stats, started))
+    }
+}
+
+fn state_of(s: ProcessStatus) -> ProcState {
+    match s {
+        ProcessStatus::Run => ProcState::Running,
+        ProcessStatus::Sleep => ProcState::Sleeping,
+        ProcessStatus::Idle => ProcState::Idle,
+        ProcessStatus::Stop => ProcState::Stopped,
+        ProcessStatus::Zombie => ProcState::Zombie,
+        ProcessStatus::Tracing => ProcState::TracingStop,
+        ProcessStatus::Dead => ProcState::Dead,
+        ProcessStatus::UninterruptibleDiskSleep => ProcState::DiskSleep,
+        ProcessStatus::Wakekill => ProcState::WakeKill,
+        ProcessStatus::Waking => ProcState::Waking,
+        ProcessStatus::Parked => ProcState::Parked,
+        _ => ProcState::Unknown,
+    }
+}
