@@ -11,7 +11,11 @@ use debugtop_core::collect::Collector;
 use debugtop_core::snapshot::Snapshot;
 
 #[derive(Debug, Parser)]
-#[command(name = "debugtop-cli", version, about = "What your debug server really has running, and what it left behind.")]
+#[command(
+    name = "debugtop-cli",
+    version,
+    about = "What your debug server really has running, and what it left behind."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -50,16 +54,27 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Snapshot { format: Format::Json, out, no_redact } => {
+        Command::Snapshot {
+            format: Format::Json,
+            out,
+            no_redact,
+        } => {
             let mut collector = Collector::new().context("cannot start the process collector")?;
             // Two samples so CPU percentages are real.
-            let table = collector.scan_twice(Duration::from_millis(250)).context("cannot scan the process table")?;
+            let table = collector
+                .scan_twice(Duration::from_millis(250))
+                .context("cannot scan the process table")?;
             let snap = Snapshot::from_table(&table, !no_redact);
-            let mut text = serde_json::to_string_pretty(&snap).context("cannot serialise the snapshot")?;
+            let mut text =
+                serde_json::to_string_pretty(&snap).context("cannot serialise the snapshot")?;
             text.push('\n');
             match out {
-                Some(path) => std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?,
-                None => std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write to stdout")?,
+                Some(path) => std::fs::write(&path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => std::io::stdout()
+                    .lock()
+                    .write_all(text.as_bytes())
+                    .context("cannot write to stdout")?,
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -67,7 +67,10 @@ pub fn is_env_candidate(argv: &[String]) -> bool {
     let b = basename(first);
     b.starts_with("node")
         || b.starts_with("python")
-        || matches!(b, "dlv" | "codelldb" | "java" | "rdbg" | "ruby" | "dotnet" | "netcoredbg")
+        || matches!(
+            b,
+            "dlv" | "codelldb" | "java" | "rdbg" | "ruby" | "dotnet" | "netcoredbg"
+        )
         || argv
             .iter()
             .any(|a| a.contains("debugpy") || a.contains("js-debug") || a.contains("mcp-debugger"))
@@ -84,32 +87,50 @@ pub fn classify(argv: &[String], env: &EnvMarkers) -> Signature {
     if let Some(sig) = server(argv) {
         return sig;
     }
-    let env_session = env.debugpy_log_dir.as_deref().and_then(session_from_run_dir);
+    let env_session = env
+        .debugpy_log_dir
+        .as_deref()
+        .and_then(session_from_run_dir);
     if let Some(sig) = adapter(argv, env_session.clone()) {
         return sig;
     }
     if argv.iter().any(|a| ends_with_path(a, "debugpy/launcher"))
         || module_arg(argv) == Some("debugpy.launcher")
     {
-        return Signature::Launcher { session_id: env_session };
+        return Signature::Launcher {
+            session_id: env_session,
+        };
     }
-    if argv
-        .iter()
-        .any(|a| a.ends_with("/watchdog.js") && (a.contains("js-debug") || env.inspector_pid.is_some()))
-    {
-        return Signature::Watchdog { debuggee_pid: env.inspector_pid };
+    if argv.iter().any(|a| {
+        a.ends_with("/watchdog.js") && (a.contains("js-debug") || env.inspector_pid.is_some())
+    }) {
+        return Signature::Watchdog {
+            debuggee_pid: env.inspector_pid,
+        };
     }
     let python_debuggee = (argv.iter().any(|a| ends_with_path(a, "debugpy"))
         || module_arg(argv) == Some("debugpy"))
         && argv.iter().any(|a| a == "--connect");
     if python_debuggee {
-        return Signature::Debuggee { language: Language::Python, session_id: env_session };
+        return Signature::Debuggee {
+            language: Language::Python,
+            session_id: env_session,
+        };
     }
-    if let Some(tag) = argv.iter().find_map(|a| a.strip_prefix("-Dmcp.debugger.session_tag=")) {
-        return Signature::Debuggee { language: Language::Java, session_id: session_id(tag) };
+    if let Some(tag) = argv
+        .iter()
+        .find_map(|a| a.strip_prefix("-Dmcp.debugger.session_tag="))
+    {
+        return Signature::Debuggee {
+            language: Language::Java,
+            session_id: session_id(tag),
+        };
     }
     if env.js_bootloader {
-        return Signature::Debuggee { language: Language::Javascript, session_id: None };
+        return Signature::Debuggee {
+            language: Language::Javascript,
+            session_id: None,
+        };
     }
     Signature::None
 }
@@ -120,15 +141,25 @@ fn worker(argv: &[String]) -> Option<Signature> {
     if !argv.iter().any(|a| a.contains("proxy-bootstrap")) {
         return None;
     }
-    let owner_pid = argv.iter().find_map(|a| a.strip_prefix("--mcp-owner-pid=")).and_then(parse_pid)?;
-    let session_id = argv.iter().find_map(|a| a.strip_prefix("--mcp-session-id=")).and_then(session_id);
-    Some(Signature::Worker { owner_pid, session_id })
+    let owner_pid = argv
+        .iter()
+        .find_map(|a| a.strip_prefix("--mcp-owner-pid="))
+        .and_then(parse_pid)?;
+    let session_id = argv
+        .iter()
+        .find_map(|a| a.strip_prefix("--mcp-session-id="))
+        .and_then(session_id);
+    Some(Signature::Worker {
+        owner_pid,
+        session_id,
+    })
 }
 
 /// Is this token mcp-debugger's entry script?
 fn is_server_script(tok: &str) -> bool {
     basename(tok) == "mcp-debugger"
-        || ((tok.ends_with("/dist/cli.mjs") || tok.ends_with("/dist/cli")) && tok.contains("mcp-debugger"))
+        || ((tok.ends_with("/dist/cli.mjs") || tok.ends_with("/dist/cli"))
+            && tok.contains("mcp-debugger"))
 }
 
 /// `node [node-flags] <script> [mode] [options]`, or the script run directly.
@@ -147,22 +178,29 @@ fn server(argv: &[String]) -> Option<Signature> {
     };
     let rest = &argv[script_at + 1..];
     // `--version`, `--help`, `check-rust-binary`: short-lived commands, not a server.
-    if rest.iter().any(|a| matches!(a.as_str(), "-V" | "--version" | "-h" | "--help" | "help" | "check-rust-binary")) {
+    if rest.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "-V" | "--version" | "-h" | "--help" | "help" | "check-rust-binary"
+        )
+    }) {
         return None;
     }
-    let mode = match rest.iter().find(|a| !a.starts_with('-')).map(String::as_str) {
+    let mode = match rest
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .map(String::as_str)
+    {
         Some("http") => ServerMode::Http,
         Some("sse") => ServerMode::Sse,
         _ => ServerMode::Stdio,
     };
     let port = match mode {
         ServerMode::Stdio => None,
-        ServerMode::Http | ServerMode::Sse => {
-            match option_value(rest, &["-p", "--port"]) {
-                Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0),
-                None => Some(3001),
-            }
-        }
+        ServerMode::Http | ServerMode::Sse => match option_value(rest, &["-p", "--port"]) {
+            Some(p) => p.parse::<u16>().ok().filter(|p| *p != 0),
+            None => Some(3001),
+        },
     };
     Some(Signature::Server {
         mode,
@@ -180,14 +218,19 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
         b == "vsDebugServer.cjs" || b == "vsDebugServer.js" || b == "vsDebugServer"
     }) {
         Language::Javascript
-    } else if module_arg(argv) == Some("debugpy.adapter") || has(&|a| ends_with_path(a, "debugpy/adapter")) {
+    } else if module_arg(argv) == Some("debugpy.adapter")
+        || has(&|a| ends_with_path(a, "debugpy/adapter"))
+    {
         Language::Python
     } else if has(&|a| {
         let b = basename(a);
         b == "mock-adapter-process.cjs" || b == "mock-adapter-process.js"
     }) {
         let sid = option_value(argv, &["--session"]).and_then(session_id);
-        return Some(Signature::Adapter { language: Language::Mock, session_id: sid });
+        return Some(Signature::Adapter {
+            language: Language::Mock,
+            session_id: sid,
+        });
     } else if first == "dlv" && has(&|a| a == "dap") {
         Language::Go
     } else if first == "codelldb" || has(&|a| basename(a) == "codelldb") {
@@ -196,12 +239,17 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
         Language::Java
     } else if has(&|a| basename(a) == "netcoredbg-bridge.js") {
         Language::Dotnet
-    } else if (first == "rdbg" || has(&|a| a.ends_with("/rdbg"))) && has(&|a| a.starts_with("--open")) {
+    } else if (first == "rdbg" || has(&|a| a.ends_with("/rdbg")))
+        && has(&|a| a.starts_with("--open"))
+    {
         Language::Ruby
     } else {
         return None;
     };
-    Some(Signature::Adapter { language, session_id: env_session })
+    Some(Signature::Adapter {
+        language,
+        session_id: env_session,
+    })
 }
 
 /// The module after `-m` (`python -m debugpy.adapter`).
@@ -212,7 +260,10 @@ fn module_arg(argv: &[String]) -> Option<&str> {
 
 /// `a` is a path ending in the components `suffix` (also with a trailing `/` or `/__main__.py`).
 fn ends_with_path(a: &str, suffix: &str) -> bool {
-    let a = a.strip_suffix("/__main__.py").unwrap_or(a).trim_end_matches('/');
+    let a = a
+        .strip_suffix("/__main__.py")
+        .unwrap_or(a)
+        .trim_end_matches('/');
     a == suffix || a.ends_with(&format!("/{suffix}"))
 }
 
@@ -247,14 +298,50 @@ mod tests {
                 script: "/x/node_modules/@debugmcp/mcp-debugger/dist/cli.mjs".into()
             }
         );
-        let s = classify(&v("/usr/bin/node --max-old-space-size=100 /usr/local/bin/mcp-debugger http"), &none());
-        assert!(matches!(s, Signature::Server { mode: ServerMode::Http, port: Some(3001), .. }), "{s:?}");
+        let s = classify(
+            &v("/usr/bin/node --max-old-space-size=100 /usr/local/bin/mcp-debugger http"),
+            &none(),
+        );
+        assert!(
+            matches!(
+                s,
+                Signature::Server {
+                    mode: ServerMode::Http,
+                    port: Some(3001),
+                    ..
+                }
+            ),
+            "{s:?}"
+        );
         let s = classify(&v("node /p/mcp-debugger/dist/cli stdio"), &none());
-        assert!(matches!(s, Signature::Server { mode: ServerMode::Stdio, port: None, .. }));
+        assert!(matches!(
+            s,
+            Signature::Server {
+                mode: ServerMode::Stdio,
+                port: None,
+                ..
+            }
+        ));
         let s = classify(&v("node /p/mcp-debugger/dist/cli.mjs"), &none());
-        assert!(matches!(s, Signature::Server { mode: ServerMode::Stdio, .. }));
-        let s = classify(&v("node /p/mcp-debugger/dist/cli.mjs sse --port=4000"), &none());
-        assert!(matches!(s, Signature::Server { mode: ServerMode::Sse, port: Some(4000), .. }));
+        assert!(matches!(
+            s,
+            Signature::Server {
+                mode: ServerMode::Stdio,
+                ..
+            }
+        ));
+        let s = classify(
+            &v("node /p/mcp-debugger/dist/cli.mjs sse --port=4000"),
+            &none(),
+        );
+        assert!(matches!(
+            s,
+            Signature::Server {
+                mode: ServerMode::Sse,
+                port: Some(4000),
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -269,7 +356,10 @@ mod tests {
             assert_eq!(classify(&v(argv), &none()), Signature::None, "{argv}");
         }
         // A bad port is kept as unknown, not a failure.
-        let s = classify(&v("node /p/mcp-debugger/dist/cli.mjs http -p 99999"), &none());
+        let s = classify(
+            &v("node /p/mcp-debugger/dist/cli.mjs http -p 99999"),
+            &none(),
+        );
         assert!(matches!(s, Signature::Server { port: None, .. }));
     }
 
@@ -279,65 +369,144 @@ mod tests {
             &v("/usr/bin/node --trace-uncaught --trace-exit /p/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=4242 --mcp-session-id=b85b4926-1"),
             &none(),
         );
-        assert_eq!(s, Signature::Worker { owner_pid: 4242, session_id: Some("b85b4926-1".into()) });
-        assert_eq!(classify(&v("node /p/proxy-bootstrap.js"), &none()), Signature::None);
-        assert_eq!(classify(&v("node /p/proxy-bootstrap.js --mcp-owner-pid"), &none()), Signature::None);
-        assert_eq!(classify(&v("node /p/proxy-bootstrap.js --mcp-owner-pid=-3"), &none()), Signature::None);
-        assert_eq!(classify(&v("node /p/proxy-bootstrap.js --mcp-owner-pid=abc"), &none()), Signature::None);
-        assert_eq!(classify(&v("node /p/other.js --mcp-owner-pid=12"), &none()), Signature::None);
-        let s = classify(&v("node /p/proxy-bootstrap.js --mcp-owner-pid=12 --mcp-session-id=<script>"), &none());
-        assert_eq!(s, Signature::Worker { owner_pid: 12, session_id: None });
+        assert_eq!(
+            s,
+            Signature::Worker {
+                owner_pid: 4242,
+                session_id: Some("b85b4926-1".into())
+            }
+        );
+        assert_eq!(
+            classify(&v("node /p/proxy-bootstrap.js"), &none()),
+            Signature::None
+        );
+        assert_eq!(
+            classify(&v("node /p/proxy-bootstrap.js --mcp-owner-pid"), &none()),
+            Signature::None
+        );
+        assert_eq!(
+            classify(&v("node /p/proxy-bootstrap.js --mcp-owner-pid=-3"), &none()),
+            Signature::None
+        );
+        assert_eq!(
+            classify(
+                &v("node /p/proxy-bootstrap.js --mcp-owner-pid=abc"),
+                &none()
+            ),
+            Signature::None
+        );
+        assert_eq!(
+            classify(&v("node /p/other.js --mcp-owner-pid=12"), &none()),
+            Signature::None
+        );
+        let s = classify(
+            &v("node /p/proxy-bootstrap.js --mcp-owner-pid=12 --mcp-session-id=<script>"),
+            &none(),
+        );
+        assert_eq!(
+            s,
+            Signature::Worker {
+                owner_pid: 12,
+                session_id: None
+            }
+        );
     }
 
     #[test]
     fn adapters_of_every_language() {
         let cases = [
-            ("node /p/dist/vendor/js-debug/vsDebugServer.cjs 4711 127.0.0.1", Language::Javascript),
-            ("python3 -m debugpy.adapter --host 127.0.0.1 --port 5678", Language::Python),
+            (
+                "node /p/dist/vendor/js-debug/vsDebugServer.cjs 4711 127.0.0.1",
+                Language::Javascript,
+            ),
+            (
+                "python3 -m debugpy.adapter --host 127.0.0.1 --port 5678",
+                Language::Python,
+            ),
             ("dlv dap --listen=127.0.0.1:3000", Language::Go),
             ("/home/u/.vscode/codelldb --port 4000", Language::Lldb),
-            ("java -cp x.jar dev.mcp.JdiDapServer --port 1 --owner-pid 3", Language::Java),
+            (
+                "java -cp x.jar dev.mcp.JdiDapServer --port 1 --owner-pid 3",
+                Language::Java,
+            ),
             ("node /p/netcoredbg-bridge.js --port 3", Language::Dotnet),
             ("rdbg --open --port 12345 -- app.rb", Language::Ruby),
         ];
         for (argv, lang) in cases {
             assert_eq!(
                 classify(&v(argv), &none()),
-                Signature::Adapter { language: lang, session_id: None },
+                Signature::Adapter {
+                    language: lang,
+                    session_id: None
+                },
                 "{argv}"
             );
         }
-        let mock = classify(&v("node /p/dist/mock-adapter-process.cjs --port 1 --host 127.0.0.1 --session abc-1"), &none());
-        assert_eq!(mock, Signature::Adapter { language: Language::Mock, session_id: Some("abc-1".into()) });
-        let env = EnvMarkers { debugpy_log_dir: Some("/l/sessions/s-9/run-1".into()), ..none() };
+        let mock = classify(
+            &v("node /p/dist/mock-adapter-process.cjs --port 1 --host 127.0.0.1 --session abc-1"),
+            &none(),
+        );
+        assert_eq!(
+            mock,
+            Signature::Adapter {
+                language: Language::Mock,
+                session_id: Some("abc-1".into())
+            }
+        );
+        let env = EnvMarkers {
+            debugpy_log_dir: Some("/l/sessions/s-9/run-1".into()),
+            ..none()
+        };
         assert_eq!(
             classify(&v("python -m debugpy.adapter"), &env),
-            Signature::Adapter { language: Language::Python, session_id: Some("s-9".into()) }
+            Signature::Adapter {
+                language: Language::Python,
+                session_id: Some("s-9".into())
+            }
         );
     }
 
     #[test]
     fn launcher_debuggee_watchdog() {
-        let env = EnvMarkers { debugpy_log_dir: Some("/l/sessions/s-9/run-1".into()), ..none() };
+        let env = EnvMarkers {
+            debugpy_log_dir: Some("/l/sessions/s-9/run-1".into()),
+            ..none()
+        };
         assert_eq!(
             classify(&v("python /site/debugpy/launcher 4711 -- app.py"), &env),
-            Signature::Launcher { session_id: Some("s-9".into()) }
+            Signature::Launcher {
+                session_id: Some("s-9".into())
+            }
         );
         assert_eq!(
             classify(&v("python -X frozen_modules=off /site/debugpy --connect 127.0.0.1:5 --adapter-access-token t app.py"), &env),
             Signature::Debuggee { language: Language::Python, session_id: Some("s-9".into()) }
         );
-        let js = EnvMarkers { js_bootloader: true, ..none() };
+        let js = EnvMarkers {
+            js_bootloader: true,
+            ..none()
+        };
         assert_eq!(
             classify(&v("node ./script.js"), &js),
-            Signature::Debuggee { language: Language::Javascript, session_id: None }
+            Signature::Debuggee {
+                language: Language::Javascript,
+                session_id: None
+            }
         );
-        let wd = EnvMarkers { inspector_pid: Some(77), ..none() };
+        let wd = EnvMarkers {
+            inspector_pid: Some(77),
+            ..none()
+        };
         assert_eq!(
             classify(&v("node /p/js-debug/watchdog.js"), &wd),
-            Signature::Watchdog { debuggee_pid: Some(77) }
+            Signature::Watchdog {
+                debuggee_pid: Some(77)
+            }
         );
-        assert_eq!(classify(&v("node /srv/watchdog.js"), &none()), Signature::None);
+        assert_eq!(
+            classify(&v("node /srv/watchdog.js"), &none()),
+            Signature::None
+        );
     }
 
     #[test]
@@ -351,8 +520,14 @@ mod tests {
 
     #[test]
     fn pkg_dir() {
-        assert_eq!(pkg_dir_of("/a/mcp-debugger/dist/cli.mjs").as_deref(), Some("/a/mcp-debugger"));
-        assert_eq!(pkg_dir_of("/a/mcp-debugger/dist/cli").as_deref(), Some("/a/mcp-debugger"));
+        assert_eq!(
+            pkg_dir_of("/a/mcp-debugger/dist/cli.mjs").as_deref(),
+            Some("/a/mcp-debugger")
+        );
+        assert_eq!(
+            pkg_dir_of("/a/mcp-debugger/dist/cli").as_deref(),
+            Some("/a/mcp-debugger")
+        );
         assert_eq!(pkg_dir_of("/usr/bin/mcp-debugger"), None);
     }
 }

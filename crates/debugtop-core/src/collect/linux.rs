@@ -17,7 +17,7 @@ use procfs::ProcError;
 
 use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers};
-use super::{finish, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
+use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
 use crate::error::{Error, Result};
 use crate::model::{EnvMarkers, ProcState};
 
@@ -45,8 +45,10 @@ impl ProcfsCollector {
     /// A collector over another procfs mount (a container's, say).
     pub fn with_root(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
-        let boot = procfs::boot_time_secs()
-            .map_err(|e| Error::SystemInfo { what: "the boot time (/proc/stat btime)", detail: e.to_string() })?;
+        let boot = procfs::boot_time_secs().map_err(|e| Error::SystemInfo {
+            what: "the boot time (/proc/stat btime)",
+            detail: e.to_string(),
+        })?;
         Ok(Self {
             root,
             boot_time_ms: i64::try_from(boot).unwrap_or(0).saturating_mul(1000),
@@ -65,23 +67,36 @@ impl ProcfsCollector {
     /// Absolute time of a start-ticks value.
     pub fn start_time(&self, start_ticks: u64) -> DateTime<Utc> {
         let ms = self.boot_time_ms.saturating_add(
-            i64::try_from(start_ticks.saturating_mul(1000) / self.ticks_per_sec).unwrap_or(i64::MAX / 2),
+            i64::try_from(start_ticks.saturating_mul(1000) / self.ticks_per_sec)
+                .unwrap_or(i64::MAX / 2),
         );
         Utc.timestamp_millis_opt(ms).single().unwrap_or_default()
     }
 
-    /// One pass over the process table.
+    /// One pass over the process table, resolved: the server-related processes with their roles.
     pub fn scan(&mut self) -> Result<ProcessTable> {
+        let harvest = self.harvest()?;
+        Ok(finish(harvest, &mut self.cache))
+    }
+
+    /// One pass over the process table, raw: every process with its cached identity, no roles.
+    /// (A harvest without [`finish`] does not update what the cache remembers about roles.)
+    pub fn harvest(&mut self) -> Result<Harvest> {
         let started = Instant::now();
         self.gen += 1;
         let gen = self.gen;
         let mut stats = ScanStats::default();
-        let iter = procfs::process::all_processes_with_root(&self.root).map_err(|e| Error::ProcessTable {
-            path: self.root.clone(),
-            source: std::io::Error::other(e.to_string()),
+        let iter = procfs::process::all_processes_with_root(&self.root).map_err(|e| {
+            Error::ProcessTable {
+                path: self.root.clone(),
+                source: std::io::Error::other(e.to_string()),
+            }
         })?;
         let now = Instant::now();
-        let wall_now_ms = Utc::now().timestamp_millis();
+        // Age is measured in ticks against the uptime clock, not the wall clock: boot time is
+        // only known to the second and drifts from wall time (0.75 s seen here).
+        let young_ticks = YOUNG.as_secs().saturating_mul(self.ticks_per_sec);
+        let now_ticks = uptime_ticks(&self.root, self.ticks_per_sec);
         let mut samples = Vec::new();
         for proc in iter {
             let proc = match proc {
@@ -108,8 +123,8 @@ impl ProcfsCollector {
             };
             let state = ProcState::from_letter(stat.state);
             let start_time = self.start_time(stat.starttime);
-            let young = wall_now_ms.saturating_sub(start_time.timestamp_millis())
-                < i64::try_from(YOUNG.as_millis()).unwrap_or(2000);
+            // Unknown uptime: treat everything as young (correct, only slower).
+            let young = now_ticks.is_none_or(|n| n.saturating_sub(stat.starttime) < young_ticks);
             let ident = match self.cache.get(pid, stat.starttime) {
                 Some(known) if !young => Arc::clone(known),
                 known => {
@@ -121,7 +136,13 @@ impl ProcfsCollector {
                             }
                             match known {
                                 Some(k) if *k == fresh => k,
-                                _ => Arc::new(fresh),
+                                Some(_) => {
+                                    // It exec'd (or the pid was reused within one clock tick):
+                                    // what we concluded about the old image no longer holds.
+                                    self.cache.forget(pid);
+                                    Arc::new(fresh)
+                                }
+                                None => Arc::new(fresh),
                             }
                         }
                         None => continue,
@@ -129,8 +150,15 @@ impl ProcfsCollector {
                 }
             };
             let cpu_ticks = stat.utime.saturating_add(stat.stime);
-            let cpu_percent =
-                self.cache.observe(pid, stat.starttime, Arc::clone(&ident), cpu_ticks, self.ticks_per_sec, now, gen);
+            let cpu_percent = self.cache.observe(
+                pid,
+                stat.starttime,
+                Arc::clone(&ident),
+                cpu_ticks,
+                self.ticks_per_sec,
+                now,
+                gen,
+            );
             stats.processes += 1;
             samples.push(Sample {
                 pid,
@@ -146,7 +174,11 @@ impl ProcfsCollector {
             });
         }
         stats.exited = u32::try_from(self.cache.sweep(gen)).unwrap_or(u32::MAX);
-        Ok(finish(samples, &mut self.cache, stats, started))
+        Ok(Harvest {
+            samples,
+            stats,
+            started,
+        })
     }
 
     /// Two scans `gap` apart, so CPU percentages are filled in.
@@ -155,6 +187,14 @@ impl ProcfsCollector {
         std::thread::sleep(gap);
         self.scan()
     }
+}
+
+/// Seconds since boot from `/proc/uptime`, in clock ticks.
+fn uptime_ticks(root: &Path, ticks_per_sec: u64) -> Option<u64> {
+    let text = std::fs::read_to_string(root.join("uptime")).ok()?;
+    let secs: f64 = text.split_whitespace().next()?.parse().ok()?;
+    // Rounded up: a process that started in the current tick is still young.
+    Some((secs * ticks_per_sec as f64).ceil() as u64 + 1)
 }
 
 /// Counts a per-process failure by kind. Everything here is expected on a live machine.
@@ -167,7 +207,12 @@ fn count(stats: &mut ScanStats, e: &ProcError) {
 
 /// Reads argv, uid and (for candidates) the environment markers of one process.
 /// `None` when the process vanished meanwhile.
-fn read_ident(proc: &Process, state: ProcState, known: Option<&Ident>, stats: &mut ScanStats) -> Option<Ident> {
+fn read_ident(
+    proc: &Process,
+    state: ProcState,
+    known: Option<&Ident>,
+    stats: &mut ScanStats,
+) -> Option<Ident> {
     let argv = match read_capped(proc, "cmdline") {
         Ok(raw) => parse_cmdline(&raw),
         Err(ReadErr::Gone) => return None,
@@ -202,7 +247,13 @@ fn read_ident(proc: &Process, state: ProcState, known: Option<&Ident>, stats: &m
         Signature::Server { script, .. } => server_pkg_dir(proc, script),
         _ => None,
     };
-    Some(Ident { argv, markers, signature, uid, pkg_dir })
+    Some(Ident {
+        argv,
+        markers,
+        signature,
+        uid,
+        pkg_dir,
+    })
 }
 
 enum ReadErr {

@@ -112,12 +112,18 @@ struct CacheEntry {
 impl IdentityCache {
     /// The cached identity for `pid` if it is the same process (same start ticks).
     pub fn get(&self, pid: u32, start_ticks: u64) -> Option<&Arc<Ident>> {
-        self.entries.get(&pid).filter(|e| e.start_ticks == start_ticks).map(|e| &e.ident)
+        self.entries
+            .get(&pid)
+            .filter(|e| e.start_ticks == start_ticks)
+            .map(|e| &e.ident)
     }
 
     /// What relate remembered about this identity.
     pub fn memory(&self, pid: u32, start_ticks: u64) -> Option<&Memory> {
-        self.entries.get(&pid).filter(|e| e.start_ticks == start_ticks).map(|e| &e.memory)
+        self.entries
+            .get(&pid)
+            .filter(|e| e.start_ticks == start_ticks)
+            .map(|e| &e.memory)
     }
 
     /// Number of identities held.
@@ -131,6 +137,7 @@ impl IdentityCache {
     }
 
     /// Records a sample of `pid` in generation `gen`, returning CPU % since the last one.
+    #[allow(clippy::too_many_arguments)] // one call site per backend; a struct would only rename them
     /// A different start time replaces the entry: a reused pid is a new identity.
     fn observe(
         &mut self,
@@ -146,7 +153,8 @@ impl IdentityCache {
             Some(e) if e.start_ticks == start_ticks => {
                 let dt = now.duration_since(e.cpu_at).as_secs_f64();
                 let pct = (dt > 0.0).then(|| {
-                    let used = cpu_ticks.saturating_sub(e.cpu_ticks) as f64 / ticks_per_sec.max(1) as f64;
+                    let used =
+                        cpu_ticks.saturating_sub(e.cpu_ticks) as f64 / ticks_per_sec.max(1) as f64;
                     (used / dt * 100.0) as f32
                 });
                 e.ident = ident;
@@ -158,7 +166,14 @@ impl IdentityCache {
             _ => {
                 self.entries.insert(
                     pid,
-                    CacheEntry { start_ticks, ident, cpu_ticks, cpu_at: now, memory: Memory::default(), seen_gen: gen },
+                    CacheEntry {
+                        start_ticks,
+                        ident,
+                        cpu_ticks,
+                        cpu_at: now,
+                        memory: Memory::default(),
+                        seen_gen: gen,
+                    },
                 );
                 None
             }
@@ -172,8 +187,19 @@ impl IdentityCache {
         before - self.entries.len()
     }
 
+    /// Forgets what relate concluded about `pid` (its image changed).
+    fn forget(&mut self, pid: u32) {
+        if let Some(e) = self.entries.get_mut(&pid) {
+            e.memory = Memory::default();
+        }
+    }
+
     fn remember(&mut self, pid: u32, start_ticks: u64, memory: Memory) {
-        if let Some(e) = self.entries.get_mut(&pid).filter(|e| e.start_ticks == start_ticks) {
+        if let Some(e) = self
+            .entries
+            .get_mut(&pid)
+            .filter(|e| e.start_ticks == start_ticks)
+        {
             e.memory = memory;
         }
     }
@@ -218,20 +244,43 @@ impl ProcessTable {
     }
 }
 
-/// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
-pub(crate) fn finish(
-    samples: Vec<Sample>,
-    cache: &mut IdentityCache,
-    mut stats: ScanStats,
+/// Every process of one pass, before roles are resolved.
+#[derive(Debug)]
+pub struct Harvest {
+    /// One sample per readable process.
+    pub samples: Vec<Sample>,
+    /// Counters so far.
+    pub stats: ScanStats,
     started: Instant,
-) -> ProcessTable {
+}
+
+impl Harvest {
+    /// The sample of `pid`, if it was read.
+    pub fn get(&self, pid: u32) -> Option<&Sample> {
+        self.samples.iter().find(|s| s.pid == pid)
+    }
+}
+
+/// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
+pub(crate) fn finish(harvest: Harvest, cache: &mut IdentityCache) -> ProcessTable {
+    let Harvest {
+        samples,
+        mut stats,
+        started,
+    } = harvest;
     let resolved = relate(&samples, cache);
     let mut servers = Vec::new();
     let mut procs = Vec::with_capacity(resolved.len());
     for (i, r) in resolved {
         let s = &samples[i];
         cache.remember(s.pid, s.start_ticks, r.memory.clone());
-        if let Signature::Server { mode, port, log_file, .. } = &s.ident.signature {
+        if let Signature::Server {
+            mode,
+            port,
+            log_file,
+            ..
+        } = &s.ident.signature
+        {
             servers.push(ServerInfo {
                 pid: s.pid,
                 start_time: s.start_time,
@@ -269,5 +318,10 @@ pub(crate) fn finish(
     procs.sort_by_key(|p| (p.server_pid.unwrap_or(u32::MAX), p.pid));
     servers.sort_by_key(|s| s.pid);
     stats.duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-    ProcessTable { taken_at: Utc::now(), procs, servers, stats }
+    ProcessTable {
+        taken_at: Utc::now(),
+        procs,
+        servers,
+        stats,
+    }
 }

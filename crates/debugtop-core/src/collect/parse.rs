@@ -54,11 +54,7 @@ pub fn parse_env_markers(raw: &[u8]) -> EnvMarkers {
         let value = String::from_utf8_lossy(value);
         match key {
             b"MCP_DEBUGGER_MAIN_PID" => m.main_pid = parse_pid(&value),
-            b"DEBUGPY_LOG_DIR" => {
-                if !value.is_empty() {
-                    m.debugpy_log_dir = Some(value.into_owned());
-                }
-            }
+            b"DEBUGPY_LOG_DIR" if !value.is_empty() => m.debugpy_log_dir = Some(value.into_owned()),
             b"NODE_INSPECTOR_INFO" => m.inspector_pid = inspector_pid(&value),
             b"NODE_OPTIONS" => m.js_bootloader = value.contains("bootloader.js"),
             _ => {}
@@ -97,7 +93,8 @@ fn inspector_pid(json: &str) -> Option<u32> {
 pub fn session_id(s: &str) -> Option<String> {
     let ok = !s.is_empty()
         && s.len() <= 128
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
     ok.then(|| s.to_owned())
 }
 
@@ -139,7 +136,10 @@ mod tests {
 
     #[test]
     fn cmdline_splits_on_nul_and_drops_trailing() {
-        assert_eq!(parse_cmdline(b"node\0a.js\0--x=1\0"), ["node", "a.js", "--x=1"]);
+        assert_eq!(
+            parse_cmdline(b"node\0a.js\0--x=1\0"),
+            ["node", "a.js", "--x=1"]
+        );
         assert_eq!(parse_cmdline(b"node\0\0a\0"), ["node", "", "a"]);
         assert_eq!(parse_cmdline(b"no-trailing-nul"), ["no-trailing-nul"]);
     }
@@ -185,7 +185,10 @@ DEBUGPY_LOG_DIR=/tmp/x/sessions/b85b4926-aa/run-1\0NODE_OPTIONS=--require /x/js-
 NODE_INSPECTOR_INFO={\"ipcAddress\":\"/tmp/s\",\"pid\":\"777\"}\0";
         let m = parse_env_markers(raw);
         assert_eq!(m.main_pid, Some(4242));
-        assert_eq!(m.debugpy_log_dir.as_deref(), Some("/tmp/x/sessions/b85b4926-aa/run-1"));
+        assert_eq!(
+            m.debugpy_log_dir.as_deref(),
+            Some("/tmp/x/sessions/b85b4926-aa/run-1")
+        );
         assert_eq!(m.inspector_pid, Some(777));
         assert!(m.js_bootloader);
         assert!(!format!("{m:?}").contains("hunter2"));
@@ -205,7 +208,18 @@ NODE_INSPECTOR_INFO={\"ipcAddress\":\"/tmp/s\",\"pid\":\"777\"}\0";
 
     #[test]
     fn pid_parsing_rejects_everything_odd() {
-        for bad in ["", "-1", "+1", "0", "1.5", "abc", "99999999999", "4294967296", "5000000", " "] {
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "0",
+            "1.5",
+            "abc",
+            "99999999999",
+            "4294967296",
+            "5000000",
+            " ",
+        ] {
             assert_eq!(parse_pid(bad), None, "{bad:?}");
         }
         assert_eq!(parse_pid("1"), Some(1));
@@ -219,14 +233,19 @@ NODE_INSPECTOR_INFO={\"ipcAddress\":\"/tmp/s\",\"pid\":\"777\"}\0";
         assert_eq!(session_id("../../etc"), None);
         assert_eq!(session_id("<img>"), None);
         assert_eq!(session_id(&"a".repeat(129)), None);
-        assert_eq!(session_from_run_dir("/l/sessions/abc-1/run-17"), Some("abc-1".into()));
+        assert_eq!(
+            session_from_run_dir("/l/sessions/abc-1/run-17"),
+            Some("abc-1".into())
+        );
         assert_eq!(session_from_run_dir("/l/sessions"), None);
         assert_eq!(session_from_run_dir("/nothing/here"), None);
     }
 
     #[test]
     fn options_both_forms() {
-        let a: Vec<String> = ["x", "-p", "3901", "--log-file=/l/s.log"].map(String::from).into();
+        let a: Vec<String> = ["x", "-p", "3901", "--log-file=/l/s.log"]
+            .map(String::from)
+            .into();
         assert_eq!(option_value(&a, &["-p", "--port"]), Some("3901"));
         assert_eq!(option_value(&a, &["--log-file"]), Some("/l/s.log"));
         assert_eq!(option_value(&a, &["--missing"]), None);

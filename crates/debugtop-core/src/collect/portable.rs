@@ -12,7 +12,7 @@ use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, Upda
 
 use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers};
-use super::{finish, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
+use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
 use crate::error::{Error, Result};
 use crate::model::{EnvMarkers, ProcState};
 
@@ -27,9 +27,15 @@ pub struct SysinfoCollector {
 impl SysinfoCollector {
     /// A new collector.
     pub fn new() -> Result<Self> {
-        let sys = System::new()
-            .map_err(|e| Error::SystemInfo { what: "the process list (sysinfo)", detail: e.to_string() })?;
-        Ok(Self { sys, cache: IdentityCache::default(), gen: 0 })
+        let sys = System::new().map_err(|e| Error::SystemInfo {
+            what: "the process list (sysinfo)",
+            detail: e.to_string(),
+        })?;
+        Ok(Self {
+            sys,
+            cache: IdentityCache::default(),
+            gen: 0,
+        })
     }
 
     /// One pass over the process table.
@@ -80,10 +86,18 @@ impl SysinfoCollector {
                         _ => None,
                     };
                     let uid = p.user_id().and_then(|u| u.to_string().parse::<u32>().ok());
-                    Arc::new(Ident { argv, markers, signature, uid, pkg_dir })
+                    Arc::new(Ident {
+                        argv,
+                        markers,
+                        signature,
+                        uid,
+                        pkg_dir,
+                    })
                 }
             };
-            let _ = self.cache.observe(pid, start_ticks, Arc::clone(&ident), 0, 100, now, gen);
+            let _ = self
+                .cache
+                .observe(pid, start_ticks, Arc::clone(&ident), 0, 100, now, gen);
             stats.processes += 1;
             samples.push(Sample {
                 pid,
@@ -102,7 +116,14 @@ impl SysinfoCollector {
             });
         }
         stats.exited = u32::try_from(self.cache.sweep(gen)).unwrap_or(u32::MAX);
-        Ok(finish(samples, &mut self.cache, stats, started))
+        Ok(finish(
+            Harvest {
+                samples,
+                stats,
+                started,
+            },
+            &mut self.cache,
+        ))
     }
 }
 

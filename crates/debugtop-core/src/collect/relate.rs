@@ -26,14 +26,21 @@ const MAX_DEPTH: usize = 256;
 
 /// Resolves every server-related sample. Returns (index into `samples`, resolution).
 pub fn relate(samples: &[Sample], cache: &IdentityCache) -> Vec<(usize, Resolved)> {
-    let by_pid: HashMap<u32, usize> = samples.iter().enumerate().map(|(i, s)| (s.pid, i)).collect();
+    let by_pid: HashMap<u32, usize> = samples
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.pid, i))
+        .collect();
     let mut memo: Vec<Option<Option<Resolved>>> = vec![None; samples.len()];
     for i in 0..samples.len() {
         resolve(i, samples, &by_pid, cache, &mut memo, 0);
     }
     // Watchdogs live in their own session: tie them to the debuggee they name.
     for i in 0..samples.len() {
-        let Signature::Watchdog { debuggee_pid: Some(d) } = samples[i].ident.signature else {
+        let Signature::Watchdog {
+            debuggee_pid: Some(d),
+        } = samples[i].ident.signature
+        else {
             continue;
         };
         let Some(Some(Some(target))) = by_pid.get(&d).map(|&j| memo[j].clone()) else {
@@ -70,7 +77,9 @@ fn resolve(
     } else {
         None
     };
-    let remembered = cache.memory(s.pid, s.start_ticks).filter(|m| m.role.is_some());
+    let remembered = cache
+        .memory(s.pid, s.start_ticks)
+        .filter(|m| m.role.is_some());
     let own = own_facts(s);
 
     let result = if own.role.is_none() && parent.is_none() && s.ident.markers.main_pid.is_none() {
@@ -110,7 +119,11 @@ fn resolve(
                 language,
                 ppid: in_tree_parent.or(old_parent),
             },
-            remembered_ppid: if in_tree_parent.is_none() { old_parent.filter(|pp| *pp != s.ppid) } else { None },
+            remembered_ppid: if in_tree_parent.is_none() {
+                old_parent.filter(|pp| *pp != s.ppid)
+            } else {
+                None
+            },
         })
     };
     memo[i] = Some(result.clone());
@@ -129,17 +142,63 @@ fn child_role(parent: Role) -> Role {
 
 /// What the sample's own signature and markers say.
 fn own_facts(s: &Sample) -> Memory {
-    let env_session = || s.ident.markers.debugpy_log_dir.as_deref().and_then(session_from_run_dir);
+    let env_session = || {
+        s.ident
+            .markers
+            .debugpy_log_dir
+            .as_deref()
+            .and_then(session_from_run_dir)
+    };
     let (role, server_pid, session_id, language) = match &s.ident.signature {
         Signature::Server { .. } => (Some(Role::Server), Some(s.pid), None, None),
-        Signature::Worker { owner_pid, session_id } => (Some(Role::Worker), Some(*owner_pid), session_id.clone(), None),
-        Signature::Adapter { language, session_id } => (Some(Role::Adapter), None, session_id.clone(), Some(*language)),
-        Signature::Launcher { session_id } => (Some(Role::Launcher), None, session_id.clone(), Some(crate::model::Language::Python)),
-        Signature::Debuggee { language, session_id } => (Some(Role::Debuggee), None, session_id.clone(), Some(*language)),
-        Signature::Watchdog { .. } => (Some(Role::Watchdog), None, None, Some(crate::model::Language::Javascript)),
+        Signature::Worker {
+            owner_pid,
+            session_id,
+        } => (
+            Some(Role::Worker),
+            Some(*owner_pid),
+            session_id.clone(),
+            None,
+        ),
+        Signature::Adapter {
+            language,
+            session_id,
+        } => (
+            Some(Role::Adapter),
+            None,
+            session_id.clone(),
+            Some(*language),
+        ),
+        Signature::Launcher { session_id } => (
+            Some(Role::Launcher),
+            None,
+            session_id.clone(),
+            Some(crate::model::Language::Python),
+        ),
+        Signature::Debuggee {
+            language,
+            session_id,
+        } => (
+            Some(Role::Debuggee),
+            None,
+            session_id.clone(),
+            Some(*language),
+        ),
+        Signature::Watchdog { .. } => (
+            Some(Role::Watchdog),
+            None,
+            None,
+            Some(crate::model::Language::Javascript),
+        ),
         Signature::None => (None, None, env_session(), None),
     };
-    Memory { role, server_pid, session_id, language, ppid: None }
+    Memory {
+        role,
+        server_pid,
+        session_id,
+        language,
+        ppid: None,
+    }
 }
 
 #[cfg(test)]
@@ -163,25 +222,67 @@ mod tests {
             start_time: chrono::Utc::now(),
             cpu_percent: None,
             rss_bytes: 0,
-            ident: Arc::new(Ident { argv, markers, signature, uid: None, pkg_dir: None }),
+            ident: Arc::new(Ident {
+                argv,
+                markers,
+                signature,
+                uid: None,
+                pkg_dir: None,
+            }),
         }
     }
 
     fn role_of(out: &[(usize, Resolved)], samples: &[Sample], pid: u32) -> Option<Memory> {
-        out.iter().find(|(i, _)| samples[*i].pid == pid).map(|(_, r)| r.memory.clone())
+        out.iter()
+            .find(|(i, _)| samples[*i].pid == pid)
+            .map(|(_, r)| r.memory.clone())
     }
 
     #[test]
     fn js_chain_resolves_down_the_tree() {
-        let main = EnvMarkers { main_pid: Some(10), ..Default::default() };
+        let main = EnvMarkers {
+            main_pid: Some(10),
+            ..Default::default()
+        };
         let samples = vec![
             sample(1, 0, "init", EnvMarkers::default()),
-            sample(10, 1, "node /p/mcp-debugger/dist/cli.mjs http", EnvMarkers::default()),
-            sample(11, 10, "node /p/proxy-bootstrap.js --mcp-owner-pid=10 --mcp-session-id=s1", main.clone()),
-            sample(12, 11, "node /p/js-debug/vsDebugServer.cjs 1 127.0.0.1", main.clone()),
-            sample(13, 12, "node ./script.js", EnvMarkers { js_bootloader: true, ..main.clone() }),
+            sample(
+                10,
+                1,
+                "node /p/mcp-debugger/dist/cli.mjs http",
+                EnvMarkers::default(),
+            ),
+            sample(
+                11,
+                10,
+                "node /p/proxy-bootstrap.js --mcp-owner-pid=10 --mcp-session-id=s1",
+                main.clone(),
+            ),
+            sample(
+                12,
+                11,
+                "node /p/js-debug/vsDebugServer.cjs 1 127.0.0.1",
+                main.clone(),
+            ),
+            sample(
+                13,
+                12,
+                "node ./script.js",
+                EnvMarkers {
+                    js_bootloader: true,
+                    ..main.clone()
+                },
+            ),
             sample(14, 13, "sh -c true", EnvMarkers::default()),
-            sample(15, 1, "node /p/js-debug/watchdog.js", EnvMarkers { inspector_pid: Some(13), ..Default::default() }),
+            sample(
+                15,
+                1,
+                "node /p/js-debug/watchdog.js",
+                EnvMarkers {
+                    inspector_pid: Some(13),
+                    ..Default::default()
+                },
+            ),
             sample(20, 1, "bash", EnvMarkers::default()),
         ];
         let cache = IdentityCache::default();
@@ -189,29 +290,55 @@ mod tests {
         let m = |pid| role_of(&out, &samples, pid);
         assert_eq!(m(10).and_then(|m| m.role), Some(Role::Server));
         let w = m(11).expect("worker");
-        assert_eq!((w.role, w.server_pid, w.session_id.as_deref()), (Some(Role::Worker), Some(10), Some("s1")));
+        assert_eq!(
+            (w.role, w.server_pid, w.session_id.as_deref()),
+            (Some(Role::Worker), Some(10), Some("s1"))
+        );
         let a = m(12).expect("adapter");
-        assert_eq!((a.role, a.session_id.as_deref(), a.language), (Some(Role::Adapter), Some("s1"), Some(Language::Javascript)));
+        assert_eq!(
+            (a.role, a.session_id.as_deref(), a.language),
+            (Some(Role::Adapter), Some("s1"), Some(Language::Javascript))
+        );
         let d = m(14).expect("grandchild debuggee");
-        assert_eq!((d.role, d.server_pid, d.session_id.as_deref()), (Some(Role::Debuggee), Some(10), Some("s1")));
+        assert_eq!(
+            (d.role, d.server_pid, d.session_id.as_deref()),
+            (Some(Role::Debuggee), Some(10), Some("s1"))
+        );
         let wd = m(15).expect("watchdog");
-        assert_eq!((wd.role, wd.server_pid, wd.session_id.as_deref()), (Some(Role::Watchdog), Some(10), Some("s1")));
-        assert!(m(1).is_none() && m(20).is_none(), "unrelated processes stay out");
+        assert_eq!(
+            (wd.role, wd.server_pid, wd.session_id.as_deref()),
+            (Some(Role::Watchdog), Some(10), Some("s1"))
+        );
+        assert!(
+            m(1).is_none() && m(20).is_none(),
+            "unrelated processes stay out"
+        );
     }
 
     #[test]
     fn unknown_child_of_worker_is_an_adapter() {
         let samples = vec![
-            sample(11, 1, "node /p/proxy-bootstrap.js --mcp-owner-pid=10 --mcp-session-id=s1", EnvMarkers::default()),
+            sample(
+                11,
+                1,
+                "node /p/proxy-bootstrap.js --mcp-owner-pid=10 --mcp-session-id=s1",
+                EnvMarkers::default(),
+            ),
             sample(12, 11, "/opt/weird-adapter --stdio", EnvMarkers::default()),
         ];
         let out = relate(&samples, &IdentityCache::default());
-        assert_eq!(role_of(&out, &samples, 12).and_then(|m| m.role), Some(Role::Adapter));
+        assert_eq!(
+            role_of(&out, &samples, 12).and_then(|m| m.role),
+            Some(Role::Adapter)
+        );
     }
 
     #[test]
     fn a_cycle_in_a_corrupt_table_does_not_hang() {
-        let samples = vec![sample(5, 6, "a", EnvMarkers::default()), sample(6, 5, "b", EnvMarkers::default())];
+        let samples = vec![
+            sample(5, 6, "a", EnvMarkers::default()),
+            sample(6, 5, "b", EnvMarkers::default()),
+        ];
         assert!(relate(&samples, &IdentityCache::default()).is_empty());
     }
 }

@@ -148,7 +148,9 @@ impl Snapshot {
         Self {
             schema: SCHEMA.to_owned(),
             taken_at: table.taken_at,
-            host: hostname::get().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+            host: hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             debugtop: env!("CARGO_PKG_VERSION").to_owned(),
             servers: table.servers.clone(),
             http_sessions: Vec::new(),
@@ -199,7 +201,11 @@ fn process_table_status(stats: &ScanStats) -> SourceStatus {
     SourceStatus {
         source: "process-table".to_owned(),
         server_pid: None,
-        state: if degraded { SourceState::Degraded } else { SourceState::Ok },
+        state: if degraded {
+            SourceState::Degraded
+        } else {
+            SourceState::Ok
+        },
         detail: format!(
             "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users)",
             stats.processes,

@@ -8,10 +8,23 @@ pub const REDACTED: &str = "‹redacted›";
 
 /// Does an option or variable name look like it carries a secret?
 fn secret_name(name: &str) -> bool {
-    let n = name.trim_start_matches('-').to_ascii_lowercase().replace('_', "-");
-    ["token", "secret", "password", "passwd", "api-key", "apikey", "auth", "credential", "private-key"]
-        .iter()
-        .any(|w| n.contains(w))
+    let n = name
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    [
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "api-key",
+        "apikey",
+        "auth",
+        "credential",
+        "private-key",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
 }
 
 /// Redacts secret values in a command line: `--token X`, `--token=X`, `SECRET_KEY=X`, and the
@@ -53,7 +66,12 @@ fn redact_url_password(a: &str) -> String {
     let Some(colon) = authority[..at].find(':') else {
         return a.to_owned();
     };
-    format!("{}{}:{REDACTED}{}", &a[..scheme_end + 3], &authority[..colon], &rest[at..])
+    format!(
+        "{}{}:{REDACTED}{}",
+        &a[..scheme_end + 3],
+        &authority[..colon],
+        &rest[at..]
+    )
 }
 
 #[cfg(test)]
@@ -66,7 +84,8 @@ mod tests {
 
     #[test]
     fn debugpy_token_is_hidden() {
-        let argv = v("python /d/debugpy --connect 127.0.0.1:5 --adapter-access-token 8f3a9c app.py");
+        let argv =
+            v("python /d/debugpy --connect 127.0.0.1:5 --adapter-access-token 8f3a9c app.py");
         let r = redact_argv(&argv);
         assert!(!r.join(" ").contains("8f3a9c"));
         assert_eq!(r[5], REDACTED);
@@ -75,7 +94,9 @@ mod tests {
 
     #[test]
     fn other_forms() {
-        let r = redact_argv(&v("x --api-key=abc API_TOKEN=def --password pw https://u:pw2@h/p --port 3"));
+        let r = redact_argv(&v(
+            "x --api-key=abc API_TOKEN=def --password pw https://u:pw2@h/p --port 3",
+        ));
         let j = r.join(" ");
         for s in ["abc", "def", " pw ", "pw2"] {
             assert!(!j.contains(s), "{s} leaked in {j}");

@@ -1,0 +1,234 @@
+//! Real processes the tests own, and their clean-up.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// Field 22 of `/proc/<pid>/stat` (start time in ticks): with the pid, a process's identity.
+pub fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}
+
+/// The state letter of `/proc/<pid>/stat`.
+pub fn state_of(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..].chars().next()
+}
+
+/// Sends `sig` to `pid` only if it is still the process we recorded.
+pub fn signal_if_same(pid: u32, ticks: u64, sig: Signal) -> bool {
+    if start_ticks(pid) != Some(ticks) {
+        return false;
+    }
+    kill(Pid::from_raw(pid as i32), sig).is_ok()
+}
+
+/// A process we started that is not our child (a grandchild, an orphan): killed on drop if it
+/// is still the same identity.
+#[derive(Debug)]
+pub struct Owned {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start ticks.
+    pub ticks: u64,
+}
+
+impl Owned {
+    /// Records `pid` now. Panics if it is already gone: the test expected it alive.
+    pub fn adopt(pid: u32) -> Self {
+        let ticks = start_ticks(pid).unwrap_or_else(|| panic!("pid {pid} is gone"));
+        Self { pid, ticks }
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        signal_if_same(self.pid, self.ticks, Signal::SIGKILL);
+    }
+}
+
+/// A child process; SIGKILLed and reaped on drop.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The child.
+    pub child: Child,
+    /// Its pid.
+    pub pid: u32,
+    ticks: u64,
+}
+
+impl Spawned {
+    /// Spawns `cmd` (stdin null, stdout piped, stderr inherited).
+    pub fn spawn(cmd: &mut Command) -> Self {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {cmd:?}: {e}"));
+        let pid = child.id();
+        let ticks = start_ticks(pid).unwrap_or(0);
+        Self { child, pid, ticks }
+    }
+
+    /// Reads one line of the child's stdout (waiting up to `timeout`).
+    pub fn read_line(&mut self, timeout: Duration) -> String {
+        let out = self.child.stdout.take().expect("stdout already taken");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(out);
+            let mut line = String::new();
+            let _ = r.read_line(&mut line);
+            let _ = tx.send((line, r));
+        });
+        let (line, r) = rx
+            .recv_timeout(timeout)
+            .expect("child printed nothing in time");
+        self.child.stdout = Some(r.into_inner());
+        line.trim().to_owned()
+    }
+
+    /// Sends a signal (only while it is still the same process).
+    pub fn signal(&self, sig: Signal) {
+        assert!(
+            signal_if_same(self.pid, self.ticks, sig),
+            "pid {} is no longer ours",
+            self.pid
+        );
+    }
+
+    /// Waits until the kernel shows it in `state` (a letter), up to `timeout`.
+    pub fn wait_state(&self, state: char, timeout: Duration) {
+        wait_for(timeout, || {
+            (state_of(self.pid) == Some(state)).then_some(())
+        })
+        .unwrap_or_else(|| panic!("pid {} never reached state {state}", self.pid));
+    }
+
+    /// Reaps it (after it exited or was killed).
+    pub fn reap(&mut self) {
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            signal_if_same(self.pid, self.ticks, Signal::SIGCONT);
+            signal_if_same(self.pid, self.ticks, Signal::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Polls `f` every 20 ms until it returns `Some`, or `timeout`.
+pub fn wait_for<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T>
+where
+    T: Sized,
+{
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Writes `body` to `dir/rel` (creating folders) and returns the path as a string.
+pub fn write_file(dir: &std::path::Path, rel: &str, body: &str) -> String {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&p, body).expect("write");
+    p.to_string_lossy().into_owned()
+}
+
+/// This test process's pid.
+pub fn my_pid() -> u32 {
+    std::process::id()
+}
+
+/// Parent pid from `/proc/<pid>/stat`.
+pub fn ppid_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
+}
+
+/// Every live descendant of `root` (by parent links), with identities.
+pub fn descendants(root: u32) -> Vec<(u32, u64)> {
+    let mut all = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            if let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+                if let (Some(pp), Some(t)) = (ppid_of(pid), start_ticks(pid)) {
+                    all.push((pid, pp, t));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, pp, t) in &all {
+            if pp == p && !out.iter().any(|(q, _)| *q == pid) {
+                out.push((pid, t));
+                frontier.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Kills, on drop, every process recorded under it plus every descendant of its roots that is
+/// alive at drop time — all by identity. For the trees a test spawns.
+#[derive(Debug, Default)]
+pub struct TreeGuard {
+    roots: Vec<u32>,
+    extra: Vec<(u32, u64)>,
+}
+
+impl TreeGuard {
+    /// Guards the descendants of `root` (the root itself is a [`Spawned`] and reaps itself).
+    pub fn new(root: u32) -> Self {
+        Self {
+            roots: vec![root],
+            extra: Vec::new(),
+        }
+    }
+
+    /// Also kills this process (one that may have been reparented away) on drop.
+    pub fn also(&mut self, pid: u32) {
+        if let Some(t) = start_ticks(pid) {
+            self.extra.push((pid, t));
+        }
+    }
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        let mut all = self.extra.clone();
+        for r in &self.roots {
+            all.extend(descendants(*r));
+        }
+        for (pid, t) in all {
+            signal_if_same(pid, t, Signal::SIGCONT);
+            signal_if_same(pid, t, Signal::SIGKILL);
+        }
+    }
+}
+
+/// A fixture file's absolute path.
+pub fn fixture(rel: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}

@@ -1,0 +1,272 @@
+//! The collector against real process shapes: links, groups, sessions, T, Z, orphans, exits,
+//! churn and pid reuse. /proc is never mocked; every process is ours and is killed by pid.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::process::Command;
+use std::time::Duration;
+
+use debugtop_core::collect::linux::ProcfsCollector;
+use debugtop_core::model::{ProcState, Role};
+use debugtop_e2e::procs::{my_pid, state_of};
+use debugtop_e2e::{fixture, start_ticks, wait_for, Owned, Spawned};
+use nix::sys::signal::Signal;
+
+const T: Duration = Duration::from_secs(10);
+
+fn collector() -> ProcfsCollector {
+    ProcfsCollector::new().expect("collector")
+}
+
+fn sleeper() -> Spawned {
+    Spawned::spawn(Command::new("sleep").arg("300"))
+}
+
+fn fake_worker(session: &str) -> Spawned {
+    let mut cmd = Command::new("node");
+    cmd.arg(fixture("worker/dist/proxy/proxy-bootstrap.js"))
+        .arg(format!("--mcp-owner-pid={}", my_pid()))
+        .arg(format!("--mcp-session-id={session}"));
+    Spawned::spawn(&mut cmd)
+}
+
+#[test]
+fn parent_and_child_links_are_seen_exactly() {
+    let mut sh = Spawned::spawn(Command::new("sh").args(["-c", "sleep 300 & echo $!; wait"]));
+    let child: u32 = sh.read_line(T).parse().expect("pid");
+    let _g = Owned::adopt(child);
+    let mut c = collector();
+    // The first read may catch the child between fork and exec (still `sh`'s argv): a young
+    // process's argv is re-read on every scan until it settles.
+    let h = wait_for(T, || {
+        let h = c.harvest().ok()?;
+        (h.get(child)?.ident.argv == ["sleep", "300"]).then_some(h)
+    })
+    .expect("child seen after exec");
+    let parent = h.get(sh.pid).expect("sh seen");
+    let kid = h.get(child).expect("sleep seen");
+    assert_eq!(kid.ppid, sh.pid);
+    assert_eq!(parent.ppid, my_pid());
+    assert_eq!(kid.ident.argv, ["sleep", "300"]);
+    assert_eq!(kid.start_ticks, start_ticks(child).unwrap());
+    // Same group and session as its parent (no job control in `sh -c`).
+    assert_eq!((kid.pgid, kid.sid), (parent.pgid, parent.sid));
+}
+
+#[test]
+fn setsid_child_leads_its_own_session_and_group() {
+    // Spawned from a non-leader, setsid(1) calls setsid(2) and execs in place: same pid.
+    let s = Spawned::spawn(Command::new("setsid").args(["sleep", "300"]));
+    let mut c = collector();
+    let got = wait_for(T, || {
+        let h = c.harvest().ok()?;
+        let p = h.get(s.pid)?;
+        (p.ident.argv.first().map(String::as_str) == Some("sleep")).then_some((p.pgid, p.sid))
+    });
+    assert_eq!(got, Some((s.pid, s.pid)));
+    let mine = c.harvest().unwrap();
+    let me = mine.get(my_pid()).expect("self");
+    assert_ne!(me.sid, s.pid);
+}
+
+#[test]
+fn process_group_leader_keeps_the_parents_session() {
+    use std::os::unix::process::CommandExt;
+    let s = Spawned::spawn(Command::new("sleep").arg("300").process_group(0));
+    let mut c = collector();
+    let h = c.harvest().unwrap();
+    let p = h.get(s.pid).unwrap();
+    let me = h.get(my_pid()).unwrap();
+    assert_eq!(p.pgid, s.pid);
+    assert_eq!(p.sid, me.sid);
+}
+
+#[test]
+fn stopped_child_is_t_then_back_to_s() {
+    let s = sleeper();
+    s.signal(Signal::SIGSTOP);
+    s.wait_state('T', T);
+    let mut c = collector();
+    assert_eq!(
+        c.harvest().unwrap().get(s.pid).unwrap().state,
+        ProcState::Stopped
+    );
+    s.signal(Signal::SIGCONT);
+    s.wait_state('S', T);
+    assert_eq!(
+        c.harvest().unwrap().get(s.pid).unwrap().state,
+        ProcState::Sleeping
+    );
+}
+
+#[test]
+fn zombie_keeps_its_role_and_session_from_the_identity_cache() {
+    let session = uuid::Uuid::new_v4().to_string();
+    let mut w = fake_worker(&session);
+    let mut c = collector();
+    let seen = wait_for(T, || {
+        let t = c.scan().ok()?;
+        let p = t.get(w.pid)?;
+        (p.role == Role::Worker).then(|| p.clone())
+    })
+    .expect("worker classified while alive");
+    assert_eq!(seen.session_id.as_deref(), Some(session.as_str()));
+
+    w.signal(Signal::SIGKILL);
+    w.wait_state('Z', T); // exited, not reaped: we have not called wait()
+    assert!(
+        std::fs::read(format!("/proc/{}/cmdline", w.pid))
+            .unwrap()
+            .is_empty(),
+        "a zombie's cmdline is empty"
+    );
+    let t = c.scan().unwrap();
+    let z = t.get(w.pid).expect("zombie still listed");
+    assert_eq!(z.state, ProcState::Zombie);
+    assert!(!z.state.is_alive());
+    assert_eq!(z.role, Role::Worker);
+    assert_eq!(z.session_id.as_deref(), Some(session.as_str()));
+    assert_eq!(z.owner_pid, Some(my_pid()));
+    assert!(
+        z.argv.iter().any(|a| a.contains("proxy-bootstrap")),
+        "argv kept: {:?}",
+        z.argv
+    );
+    w.reap();
+    assert!(c.scan().unwrap().get(w.pid).is_none());
+}
+
+#[test]
+fn orphan_is_reparented_away_from_its_creator() {
+    let mut sh = Spawned::spawn(Command::new("sh").args(["-c", "sleep 300 & echo $!"]));
+    let orphan: u32 = sh.read_line(T).parse().expect("pid");
+    let _g = Owned::adopt(orphan);
+    sh.reap(); // the creator is gone
+    let mut c = collector();
+    // The first read may catch the child between fork and exec (still `sh`'s argv): a young
+    // process's argv is re-read on every scan until it settles.
+    let h = wait_for(T, || {
+        let h = c.harvest().ok()?;
+        (h.get(orphan)?.ident.argv == ["sleep", "300"]).then_some(h)
+    })
+    .expect("orphan seen with its own argv");
+    let p = h.get(orphan).unwrap();
+    assert_ne!(p.ppid, sh.pid);
+    assert!(h.get(sh.pid).is_none());
+}
+
+#[test]
+fn a_pid_that_exits_between_scans_is_dropped_and_counted() {
+    let mut s = sleeper();
+    let mut c = collector();
+    assert!(c.harvest().unwrap().get(s.pid).is_some());
+    s.signal(Signal::SIGKILL);
+    s.reap();
+    let h = c.harvest().unwrap();
+    assert!(h.get(s.pid).is_none());
+    assert!(h.stats.exited >= 1);
+}
+
+#[test]
+fn churn_while_scanning_never_fails_a_scan() {
+    // Hundreds of short-lived processes appear and vanish while we scan: some vanish mid-read.
+    let churn = Spawned::spawn(Command::new("sh").args(["-c", "while :; do /bin/true; done"]));
+    let _g = debugtop_e2e::TreeGuard::new(churn.pid);
+    let mut c = collector();
+    let mut total = 0u32;
+    for _ in 0..60 {
+        let t = c.scan().expect("scan under churn");
+        total += t.stats.new_identities;
+    }
+    assert!(total > 60, "churn produced new identities ({total})");
+}
+
+#[test]
+fn a_reused_pid_is_a_new_identity() {
+    // Force the kernel to hand out the same pid again via ns_last_pid (root only).
+    let session = uuid::Uuid::new_v4().to_string();
+    let mut w = fake_worker(&session);
+    let target = w.pid;
+    let worker_ticks = start_ticks(target).unwrap();
+    let mut c = collector();
+    wait_for(T, || {
+        (c.scan().ok()?.get(target)?.role == Role::Worker).then_some(())
+    })
+    .expect("worker");
+    w.signal(Signal::SIGKILL);
+    w.reap();
+    // Identity is (pid, start ticks); ticks are 10 ms. A pid reused within the same tick is
+    // indistinguishable by definition (and impossible without ns_last_pid), so step past it.
+    while start_ticks(my_pid()).is_some() && uptime_ticks() <= worker_ticks + 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut reused = None;
+    for _ in 0..200 {
+        if std::fs::write("/proc/sys/kernel/ns_last_pid", (target - 1).to_string()).is_err() {
+            eprintln!(
+                "a_reused_pid_is_a_new_identity: cannot write ns_last_pid (not root?): skipped"
+            );
+            return;
+        }
+        let s = sleeper();
+        if s.pid == target {
+            reused = Some(s);
+            break;
+        }
+    }
+    let s = reused.expect("could not get the same pid back in 200 tries");
+    let t = c.scan().unwrap();
+    assert!(
+        t.get(target).is_none(),
+        "the new process must not inherit the worker role: {:?} (worker ticks {worker_ticks}, new {:?}, argv {:?})",
+        t.get(target),
+        start_ticks(target),
+        std::fs::read_to_string(format!("/proc/{target}/cmdline"))
+    );
+    let h = c.harvest().unwrap();
+    let p = h.get(target).unwrap();
+    assert_eq!(p.ident.argv, ["sleep", "300"]);
+    assert_eq!(p.start_ticks, start_ticks(s.pid).unwrap());
+    assert!(c
+        .cache()
+        .memory(target, p.start_ticks)
+        .is_none_or(|m| m.role.is_none()));
+}
+
+#[test]
+fn cpu_percent_of_a_spinning_process_is_measured() {
+    let spin = Spawned::spawn(Command::new("sh").args(["-c", "while :; do :; done"]));
+    let mut c = collector();
+    c.harvest().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let h = c.harvest().unwrap();
+    let p = h.get(spin.pid).unwrap();
+    assert_eq!(state_of(spin.pid).map(|s| s == 'R' || s == 'S'), Some(true));
+    let pct = p.cpu_percent.expect("second sample has CPU");
+    assert!(pct > 20.0, "spinning shell used {pct}% of a core");
+}
+
+#[test]
+fn portable_collector_sees_the_same_links() {
+    let mut sh = Spawned::spawn(Command::new("sh").args(["-c", "sleep 300 & echo $!; wait"]));
+    let child: u32 = sh.read_line(T).parse().unwrap();
+    let _g = Owned::adopt(child);
+    let session = uuid::Uuid::new_v4().to_string();
+    let w = fake_worker(&session);
+    let mut c = debugtop_core::collect::portable::SysinfoCollector::new().unwrap();
+    let t = wait_for(T, || {
+        let t = c.scan().ok()?;
+        t.get(w.pid)
+            .is_some_and(|p| p.role == Role::Worker)
+            .then_some(t)
+    })
+    .expect("worker seen through sysinfo");
+    let p = t.get(w.pid).unwrap();
+    assert_eq!(p.session_id.as_deref(), Some(session.as_str()));
+    assert_eq!(p.ppid, my_pid());
+}
+
+fn uptime_ticks() -> u64 {
+    let up = std::fs::read_to_string("/proc/uptime").unwrap();
+    let secs: f64 = up.split(' ').next().unwrap().parse().unwrap();
+    (secs * 100.0) as u64
+}
