@@ -1,0 +1,50 @@
+# debugtop — the two commands that matter: `make run` and `make test`.
+SHELL := /bin/bash
+CARGO ?= cargo
+APP := target/debug/debugtop
+
+.PHONY: run test deps-run deps-test ui app lint fmt test-rust check-bindings clean
+
+## run: install what is missing, build, open the app on the local debug servers.
+run: deps-run ui
+	$(CARGO) build -p debugtop
+	@if [ -z "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  echo "run: no display; starting the app under Xvfb (invisible). Set DISPLAY to see it."; \
+	  xvfb-run -a -s "-screen 0 1280x800x24" ./$(APP); \
+	else ./$(APP); fi
+
+## test: install what is missing, then lints and every test suite.
+test: deps-test ui lint test-rust check-bindings
+	@echo "make test: all suites passed"
+
+deps-run:
+	@scripts/deps.sh run
+
+deps-test:
+	@scripts/deps.sh test
+
+ui:
+	cd ui && npm run build
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	cd ui && npm run check
+
+test-rust:
+	$(CARGO) test --workspace
+
+# ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the
+# Rust model without committing the generated types.
+check-bindings:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  git diff --exit-code --stat -- ui/src/lib/bindings || { echo "check-bindings: generated TypeScript types are stale: commit ui/src/lib/bindings"; exit 1; }; \
+	  test -z "$$(git ls-files --others --exclude-standard ui/src/lib/bindings)" || { echo "check-bindings: new generated types are not committed"; exit 1; }; \
+	fi
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean
+	rm -rf ui/dist

@@ -1,0 +1,18 @@
+//! The app's error type: serialised as its message at the IPC boundary.
+
+/// What a command can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The engine failed.
+    #[error(transparent)]
+    Core(#[from] debugtop_core::Error),
+    /// A background task died.
+    #[error("a background task failed: {0}")]
+    Task(String),
+}
+
+impl serde::Serialize for AppError {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
