@@ -26,8 +26,12 @@ mod tests {
 
     #[test]
     fn first_snapshot_answers_over_ipc() {
-        let app = crate::setup(mock_builder()).build(mock_context(noop_assets())).unwrap();
-        let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
+        let app = crate::setup(mock_builder())
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let webview = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .unwrap();
         let res = get_ipc_response(
             &webview,
             InvokeRequest {
@@ -43,6 +47,9 @@ mod tests {
         .map(|b| b.deserialize::<serde_json::Value>().unwrap());
         let v = res.expect("command answered");
         assert_eq!(v["schema"], "debugtop.snapshot/1");
-        assert!(v["sources"][0]["detail"].as_str().unwrap().contains("processes read"));
+        assert!(v["sources"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("processes read"));
     }
 }

@@ -9,5 +9,6 @@ pub mod collect;
 pub mod error;
 pub mod model;
 pub mod snapshot;
+pub mod sources;
 
 pub use error::{Error, Result};

@@ -1,0 +1,835 @@
+//! mcp-debugger's JSON-lines logs: an incremental tail per file and a parser that turns the lines
+//! that matter (mcp-debugger.md §2) into typed [`LogEvent`]s.
+//!
+//! The logs are the only server-side record that names debug sessions. They are also untrusted
+//! input: a line may be huge, truncated, interleaved with another write, or not JSON at all.
+//! Nothing here panics on a line; unknown and oversized lines are skipped and counted.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+use crate::collect::parse::{parse_pid, session_id};
+
+/// Lines longer than this are skipped (and counted), never buffered whole.
+pub const MAX_LINE: usize = 64 * 1024;
+/// The most bytes read from one file per poll: a huge backlog is caught up over several ticks.
+pub const MAX_READ_PER_POLL: usize = 4 * 1024 * 1024;
+
+/// What happened, according to a log line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum LogEventKind {
+    /// `HTTP session initialized: <id>`.
+    HttpSessionInitialized {
+        /// HTTP session id.
+        http_session: String,
+    },
+    /// `HTTP session closed: <id>`.
+    HttpSessionClosed {
+        /// HTTP session id.
+        http_session: String,
+    },
+    /// `Reaping stale HTTP session <id> (idle 41s, no open streams).`
+    HttpSessionReaped {
+        /// HTTP session id.
+        http_session: String,
+        /// Idle seconds, as logged.
+        idle_secs: Option<u64>,
+    },
+    /// `[SessionManager] Created new session: <name> (ID: <id>), state: created`, or `session:created`.
+    DebugSessionCreated {
+        /// Debug session id.
+        session_id: String,
+        /// Its name, when logged.
+        name: Option<String>,
+        /// Its language, when logged.
+        language: Option<String>,
+    },
+    /// `[SM _updateSessionState <id>] State change: <from> -> <to>`.
+    StateChanged {
+        /// Debug session id.
+        session_id: String,
+        /// Old state.
+        from: String,
+        /// New state.
+        to: String,
+    },
+    /// `Session <id> marked as STOPPED/TERMINATED.`
+    SessionStopped {
+        /// Debug session id.
+        session_id: String,
+    },
+    /// `Closing debug session: <id>. Active proxy: yes|no`.
+    DebugSessionClosing {
+        /// Debug session id.
+        session_id: String,
+        /// Whether a proxy was active.
+        active_proxy: bool,
+    },
+    /// `session:closed`.
+    DebugSessionClosed {
+        /// Debug session id.
+        session_id: String,
+    },
+    /// `Closing all debug sessions (N active)`.
+    ClosingAll {
+        /// How many.
+        active: u32,
+    },
+    /// `[ProxyManager] Proxy spawned with PID: <pid>` (session from the preceding
+    /// `Spawning proxy for session <id>` line).
+    ProxySpawned {
+        /// The worker's pid.
+        pid: u32,
+        /// Its session, tied by line order.
+        session_id: Option<String>,
+    },
+    /// `[ProxyManager] Stopping proxy for session <id>`.
+    ProxyStopping {
+        /// Debug session id.
+        session_id: String,
+    },
+    /// `Timeout waiting for proxy exit. Force killing.` (session tied by line order).
+    ProxyForceKilled {
+        /// The session being stopped, by line order.
+        session_id: Option<String>,
+    },
+    /// `Proxy exited. Code: <c>, Signal: <s>` (session tied by line order).
+    ProxyExited {
+        /// Exit code.
+        code: Option<i32>,
+        /// Signal name.
+        signal: Option<String>,
+        /// The session being stopped, by line order.
+        session_id: Option<String>,
+    },
+    /// `[ProxyManager <id>] Exit: code=…, signal=…, expected=…`: a worker died under a session.
+    WorkerExited {
+        /// Debug session id.
+        session_id: String,
+        /// Exit code.
+        code: Option<i32>,
+        /// Signal name.
+        signal: Option<String>,
+        /// Whether the server expected it (`undefined` when it did not know).
+        expected: Option<bool>,
+    },
+    /// `[proxy-reaper] Killed orphan proxy worker pid=<p> owner_pid=<o> session=<id>`.
+    ReaperKilledOrphan {
+        /// The worker killed.
+        pid: u32,
+        /// Its dead owner.
+        owner_pid: Option<u32>,
+        /// Its session.
+        session_id: Option<String>,
+    },
+    /// `[AdapterManager] Spawned adapter process PID: <pid> (…)` in `proxy-<id>.log`.
+    AdapterSpawned {
+        /// The adapter's pid.
+        pid: u32,
+        /// The session (from the line's namespace or the file name).
+        session_id: Option<String>,
+    },
+}
+
+/// One event read from a log, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct LogEvent {
+    /// The line's timestamp (ISO string or epoch ms, both forms are logged).
+    pub at: Option<DateTime<Utc>>,
+    /// The file.
+    pub file: String,
+    /// 1-based line number in the file (since the tail started at its beginning).
+    #[ts(type = "number")]
+    pub line: u64,
+    /// What happened.
+    pub kind: LogEventKind,
+}
+
+/// Per-file parser state: the two lines that carry no session id are tied to the preceding
+/// `Spawning proxy…` / `Stopping proxy…` line.
+#[derive(Debug, Default, Clone)]
+pub struct LineParser {
+    spawning: Option<String>,
+    stopping: Option<String>,
+    /// The session a `proxy-<id>.log` file belongs to.
+    file_session: Option<String>,
+}
+
+impl LineParser {
+    /// A parser for lines of `path` (a `proxy-<id>.log` gives every line its session).
+    pub fn for_file(path: &Path) -> Self {
+        let file_session = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("proxy-"))
+            .and_then(|n| n.strip_suffix(".log"))
+            .and_then(session_id);
+        Self {
+            file_session,
+            ..Self::default()
+        }
+    }
+
+    /// Parses one line. `None` for lines that carry nothing debugtop tracks.
+    pub fn parse(&mut self, line: &str) -> Option<(Option<DateTime<Utc>>, LogEventKind)> {
+        let v = json_object(line)?;
+        let message = v.get("message")?.as_str()?;
+        let at = v.get("timestamp").and_then(timestamp);
+        let kind = self.message(message, &v)?;
+        Some((at, kind))
+    }
+
+    fn message(&mut self, m: &str, v: &Value) -> Option<LogEventKind> {
+        let field = |k: &str| v.get(k).and_then(Value::as_str).and_then(session_id);
+        // Structured lines first: their message is a fixed tag.
+        match m {
+            "session:created" => {
+                return Some(LogEventKind::DebugSessionCreated {
+                    session_id: field("sessionId")?,
+                    name: v.get("sessionName").and_then(Value::as_str).map(bounded),
+                    language: v.get("language").and_then(Value::as_str).map(bounded),
+                })
+            }
+            "session:closed" => {
+                return Some(LogEventKind::DebugSessionClosed {
+                    session_id: field("sessionId")?,
+                })
+            }
+            _ => {}
+        }
+        if let Some(id) = m.strip_prefix("HTTP session initialized: ") {
+            return Some(LogEventKind::HttpSessionInitialized {
+                http_session: session_id(id.trim())?,
+            });
+        }
+        if let Some(id) = m.strip_prefix("HTTP session closed: ") {
+            return Some(LogEventKind::HttpSessionClosed {
+                http_session: session_id(id.trim())?,
+            });
+        }
+        if let Some(rest) = m.strip_prefix("Reaping stale HTTP session ") {
+            let (id, rest) = rest.split_once(' ')?;
+            let idle_secs = rest
+                .strip_prefix("(idle ")
+                .and_then(|r| r.split_once('s'))
+                .and_then(|(n, _)| n.parse().ok());
+            return Some(LogEventKind::HttpSessionReaped {
+                http_session: session_id(id)?,
+                idle_secs,
+            });
+        }
+        if let Some(rest) = m.strip_prefix("[SessionManager] Created new session: ") {
+            let (name, rest) = rest.rsplit_once(" (ID: ")?;
+            let (id, _) = rest.split_once(')')?;
+            return Some(LogEventKind::DebugSessionCreated {
+                session_id: session_id(id)?,
+                name: Some(bounded(name)),
+                language: None,
+            });
+        }
+        if let Some(rest) = m.strip_prefix("[SM _updateSessionState ") {
+            let (id, rest) = rest.split_once("] State change: ")?;
+            let (from, to) = rest.split_once(" -> ")?;
+            return Some(LogEventKind::StateChanged {
+                session_id: session_id(id)?,
+                from: bounded(from.trim()),
+                to: bounded(to.trim()),
+            });
+        }
+        if let Some(rest) = m.strip_prefix("Session ") {
+            if let Some(id) = rest.strip_suffix(" marked as STOPPED/TERMINATED.") {
+                return Some(LogEventKind::SessionStopped {
+                    session_id: session_id(id)?,
+                });
+            }
+        }
+        if let Some(rest) = m.strip_prefix("Closing debug session: ") {
+            let (id, rest) = rest.split_once(". Active proxy: ")?;
+            return Some(LogEventKind::DebugSessionClosing {
+                session_id: session_id(id)?,
+                active_proxy: rest.trim().starts_with("yes"),
+            });
+        }
+        if let Some(rest) = m.strip_prefix("Closing all debug sessions (") {
+            let n = rest.split_once(' ')?.0.parse().ok()?;
+            return Some(LogEventKind::ClosingAll { active: n });
+        }
+        if let Some(rest) = m.strip_prefix("[ProxyManager] Spawning proxy for session ") {
+            self.spawning = rest.split_once('.').and_then(|(id, _)| session_id(id));
+            return None;
+        }
+        if let Some(rest) = m.strip_prefix("[ProxyManager] Proxy spawned with PID: ") {
+            return Some(LogEventKind::ProxySpawned {
+                pid: parse_pid(rest)?,
+                session_id: self.spawning.take(),
+            });
+        }
+        if let Some(id) = m.strip_prefix("[ProxyManager] Stopping proxy for session ") {
+            let id = session_id(id.trim())?;
+            self.stopping = Some(id.clone());
+            return Some(LogEventKind::ProxyStopping { session_id: id });
+        }
+        if m.starts_with("[ProxyManager] Timeout waiting for proxy exit. Force killing.") {
+            return Some(LogEventKind::ProxyForceKilled {
+                session_id: self.stopping.clone(),
+            });
+        }
+        if let Some(rest) = m.strip_prefix("[ProxyManager] Proxy exited. Code: ") {
+            let (code, signal) = rest.split_once(", Signal: ")?;
+            return Some(LogEventKind::ProxyExited {
+                code: code.trim().parse().ok(),
+                signal: signal_name(signal),
+                session_id: self.stopping.take(),
+            });
+        }
+        if let Some(rest) = m.strip_prefix("[ProxyManager ") {
+            if let Some((id, rest)) = rest.split_once("] Exit: code=") {
+                let (code, rest) = rest.split_once(", signal=")?;
+                let (signal, expected) = rest.split_once(", expected=")?;
+                return Some(LogEventKind::WorkerExited {
+                    session_id: session_id(id)?,
+                    code: code.trim().parse().ok(),
+                    signal: signal_name(signal),
+                    expected: match expected.trim() {
+                        "true" => Some(true),
+                        "false" => Some(false),
+                        _ => None,
+                    },
+                });
+            }
+        }
+        if let Some(rest) = m.strip_prefix("[proxy-reaper] Killed orphan proxy worker ") {
+            let mut pid = None;
+            let mut owner = None;
+            let mut sid = None;
+            for kv in rest.split_whitespace() {
+                match kv.split_once('=') {
+                    Some(("pid", p)) => pid = parse_pid(p),
+                    Some(("owner_pid", p)) => owner = parse_pid(p),
+                    Some(("session", s)) => sid = session_id(s),
+                    _ => {}
+                }
+            }
+            return Some(LogEventKind::ReaperKilledOrphan {
+                pid: pid?,
+                owner_pid: owner,
+                session_id: sid,
+            });
+        }
+        if let Some(rest) = m.strip_prefix("[AdapterManager] Spawned adapter process PID: ") {
+            let pid = parse_pid(rest.split(' ').next()?)?;
+            let ns_session = v
+                .get("namespace")
+                .and_then(Value::as_str)
+                .and_then(|n| n.strip_prefix("dap-proxy:"))
+                .and_then(session_id);
+            return Some(LogEventKind::AdapterSpawned {
+                pid,
+                session_id: ns_session.or_else(|| self.file_session.clone()),
+            });
+        }
+        None
+    }
+}
+
+/// The JSON object of a line. Concurrent writers sometimes interleave two records on one line
+/// (seen in 0.24.2's proxy logs: `{"args":["/p/{"level":…}`); then the last complete
+/// `{"level":` record on the line is used.
+fn json_object(line: &str) -> Option<Value> {
+    let line = line.trim();
+    if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(line) {
+        return Some(v);
+    }
+    line.match_indices("{\"level\":")
+        .skip(usize::from(line.starts_with("{\"level\":")))
+        .find_map(|(i, _)| match serde_json::from_str::<Value>(&line[i..]) {
+            Ok(v @ Value::Object(_)) => Some(v),
+            _ => None,
+        })
+}
+
+/// Both timestamp forms: an ISO-8601 string, or epoch milliseconds.
+fn timestamp(v: &Value) -> Option<DateTime<Utc>> {
+    match v {
+        Value::String(s) => DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|d| d.with_timezone(&Utc)),
+        Value::Number(n) => n
+            .as_i64()
+            .and_then(|ms| Utc.timestamp_millis_opt(ms).single()),
+        _ => None,
+    }
+}
+
+fn signal_name(s: &str) -> Option<String> {
+    let s = s.trim();
+    (s != "null" && !s.is_empty() && s.len() < 16 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| s.to_owned())
+}
+
+/// Free text from a log is kept short.
+fn bounded(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// Counters of one tail.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct TailStats {
+    /// Complete lines read.
+    #[ts(type = "number")]
+    pub lines: u64,
+    /// Lines that became events.
+    #[ts(type = "number")]
+    pub events: u64,
+    /// Lines that carry nothing tracked, or are not JSON.
+    #[ts(type = "number")]
+    pub skipped: u64,
+    /// Lines longer than [`MAX_LINE`], skipped.
+    #[ts(type = "number")]
+    pub oversized: u64,
+    /// Times the file was truncated or replaced (rotation) and read again from the start.
+    pub restarts: u32,
+}
+
+/// Why a tail could not be read this time (it keeps trying).
+#[derive(Debug, thiserror::Error)]
+pub enum TailError {
+    /// Reading failed.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// An incremental reader of one JSON-lines file: keeps its offset, reads only appended bytes,
+/// holds back a partial last line, and starts over when the file is truncated or replaced.
+#[derive(Debug)]
+pub struct LogTail {
+    path: PathBuf,
+    offset: u64,
+    identity: Option<(u64, u64)>,
+    pending: Vec<u8>,
+    /// Skipping the rest of an oversized line.
+    discarding: bool,
+    line_no: u64,
+    parser: LineParser,
+    /// Counters.
+    pub stats: TailStats,
+}
+
+impl LogTail {
+    /// A tail of `path` from its beginning. The file need not exist yet.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        let path = path.into();
+        let parser = LineParser::for_file(&path);
+        Self {
+            path,
+            offset: 0,
+            identity: None,
+            pending: Vec::new(),
+            discarding: false,
+            line_no: 0,
+            parser,
+            stats: TailStats::default(),
+        }
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Reads what was appended since the last poll. A missing file gives no events (it may
+    /// appear later).
+    pub fn poll(&mut self) -> Result<Vec<LogEvent>, TailError> {
+        let io = |source| TailError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(e)),
+        };
+        let meta = file.metadata().map_err(io)?;
+        let identity = file_identity(&meta);
+        if self.identity.is_some_and(|id| id != identity) || meta.len() < self.offset {
+            // Replaced (rotation) or truncated: the new content starts at 0.
+            self.offset = 0;
+            self.line_no = 0;
+            self.pending.clear();
+            self.discarding = false;
+            self.parser = LineParser::for_file(&self.path);
+            self.stats.restarts += 1;
+        }
+        self.identity = Some(identity);
+        if meta.len() == self.offset {
+            return Ok(Vec::new());
+        }
+        file.seek(SeekFrom::Start(self.offset)).map_err(io)?;
+        let mut buf = Vec::new();
+        let n = file
+            .take(MAX_READ_PER_POLL as u64)
+            .read_to_end(&mut buf)
+            .map_err(io)?;
+        self.offset += n as u64;
+        Ok(self.feed(&buf))
+    }
+
+    /// Splits bytes into lines and parses the complete ones.
+    fn feed(&mut self, bytes: &[u8]) -> Vec<LogEvent> {
+        let mut out = Vec::new();
+        let file = self.path.to_string_lossy().into_owned();
+        let mut rest = bytes;
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            let (head, tail) = rest.split_at(nl);
+            rest = &tail[1..];
+            self.line_no += 1;
+            if self.discarding {
+                self.discarding = false;
+                continue;
+            }
+            let line: std::borrow::Cow<'_, [u8]> = if self.pending.is_empty() {
+                head.into()
+            } else {
+                let mut l = std::mem::take(&mut self.pending);
+                l.extend_from_slice(head);
+                l.into()
+            };
+            if line.len() > MAX_LINE {
+                self.stats.oversized += 1;
+                continue;
+            }
+            self.stats.lines += 1;
+            match std::str::from_utf8(&line)
+                .ok()
+                .and_then(|l| self.parser.parse(l))
+            {
+                Some((at, kind)) => {
+                    self.stats.events += 1;
+                    out.push(LogEvent {
+                        at,
+                        file: file.clone(),
+                        line: self.line_no,
+                        kind,
+                    });
+                }
+                None => self.stats.skipped += 1,
+            }
+        }
+        if !self.discarding {
+            self.pending.extend_from_slice(rest);
+            if self.pending.len() > MAX_LINE {
+                // Do not buffer a giant line: drop it and skip to its end.
+                self.pending.clear();
+                self.discarding = true;
+                self.stats.oversized += 1;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(unix)]
+fn file_identity(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn file_identity(m: &std::fs::Metadata) -> (u64, u64) {
+    (
+        0,
+        m.created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SERVER: &str = include_str!("testdata/server-0.24.2.log");
+    const CLI: &str = include_str!("testdata/cli-0.24.2.log");
+    const PROXY: &str = include_str!("testdata/proxy-0.24.2.log");
+    const INTERLEAVED: &str = include_str!("testdata/interleaved-0.24.2.log");
+    const SID: &str = "cb314c2b-73ad-458b-be4c-b345061baca9";
+
+    fn parse_all(text: &str, file: &str) -> Vec<LogEventKind> {
+        let mut p = LineParser::for_file(Path::new(file));
+        text.lines()
+            .filter_map(|l| p.parse(l))
+            .map(|(_, k)| k)
+            .collect()
+    }
+
+    #[test]
+    fn real_server_log_lifecycle() {
+        let ev = parse_all(SERVER, "server.log");
+        let sid = SID.to_owned();
+        assert!(ev.contains(&LogEventKind::DebugSessionCreated {
+            session_id: sid.clone(),
+            name: Some("m1".into()),
+            language: None
+        }));
+        assert!(ev.contains(&LogEventKind::DebugSessionCreated {
+            session_id: sid.clone(),
+            name: Some("m1".into()),
+            language: Some("mock".into())
+        }));
+        assert!(ev.contains(&LogEventKind::ProxySpawned {
+            pid: 8172,
+            session_id: Some(sid.clone())
+        }));
+        assert!(ev.contains(&LogEventKind::StateChanged {
+            session_id: sid.clone(),
+            from: "initializing".into(),
+            to: "paused".into()
+        }));
+        assert!(ev.contains(&LogEventKind::DebugSessionClosing {
+            session_id: sid.clone(),
+            active_proxy: true
+        }));
+        assert!(ev.contains(&LogEventKind::ProxyStopping {
+            session_id: sid.clone()
+        }));
+        assert!(ev.contains(&LogEventKind::ProxyExited {
+            code: Some(0),
+            signal: None,
+            session_id: Some(sid.clone())
+        }));
+        assert!(ev.contains(&LogEventKind::SessionStopped {
+            session_id: sid.clone()
+        }));
+        assert!(ev.contains(&LogEventKind::DebugSessionClosed { session_id: sid }));
+    }
+
+    #[test]
+    fn real_cli_log_http_sessions() {
+        let ev = parse_all(CLI, "debug-mcp-server-8116.log");
+        let h = "75944ee0-fce7-449e-8c55-4f274deae49c".to_owned();
+        assert_eq!(
+            ev,
+            [
+                LogEventKind::HttpSessionInitialized {
+                    http_session: h.clone()
+                },
+                LogEventKind::HttpSessionClosed { http_session: h }
+            ]
+        );
+    }
+
+    #[test]
+    fn real_proxy_log_adapter_pid_and_interleaved_write() {
+        let file = format!("/l/sessions/{SID}/run-1/proxy-{SID}.log");
+        let ev = parse_all(PROXY, &file);
+        assert_eq!(
+            ev,
+            [LogEventKind::AdapterSpawned {
+                pid: 8183,
+                session_id: Some(SID.into())
+            }]
+        );
+        // Two records interleaved on one line by concurrent writers (seen in the real log).
+        let ev = parse_all(INTERLEAVED, &file);
+        assert_eq!(
+            ev,
+            [LogEventKind::AdapterSpawned {
+                pid: 8183,
+                session_id: Some(SID.into())
+            }]
+        );
+    }
+
+    #[test]
+    fn both_timestamp_forms() {
+        let mut p = LineParser::default();
+        let iso = r#"{"level":"info","message":"HTTP session closed: a-1","timestamp":"2026-11-30T17:30:12.449Z"}"#;
+        let ms = r#"{"level":"info","message":"session:closed","sessionId":"a-1","timestamp":1796059798280}"#;
+        let (a, _) = p.parse(iso).unwrap();
+        let (b, _) = p.parse(ms).unwrap();
+        assert_eq!(a.unwrap().timestamp_millis(), 1_796_059_812_449);
+        assert_eq!(b.unwrap().timestamp_millis(), 1_796_059_798_280);
+    }
+
+    #[test]
+    fn failure_shapes_from_the_message_templates() {
+        // Templates from 0.24.2's cli.mjs (mcp-debugger.md §2); these shapes were seen live.
+        let lines = [
+            r#"{"level":"warn","message":"Reaping stale HTTP session h-1 (idle 41s, no open streams).","timestamp":"2026-11-30T10:00:00Z"}"#,
+            r#"{"level":"info","message":"[ProxyManager] Stopping proxy for session s-1","timestamp":"2026-11-30T10:00:00Z"}"#,
+            r#"{"level":"warn","message":"[ProxyManager] Timeout waiting for proxy exit. Force killing.","timestamp":"2026-11-30T10:00:05Z"}"#,
+            r#"{"level":"info","message":"[ProxyManager] Proxy exited. Code: null, Signal: SIGKILL","timestamp":"2026-11-30T10:00:05Z"}"#,
+            r#"{"level":"info","message":"[ProxyManager s-2] Exit: code=null, signal=SIGKILL, expected=undefined","timestamp":1}"#,
+            r#"{"level":"info","message":"[proxy-reaper] Killed orphan proxy worker pid=123 owner_pid=45 session=s-3","timestamp":1}"#,
+            r#"{"level":"info","message":"Closing all debug sessions (3 active)","timestamp":1}"#,
+        ];
+        let ev = parse_all(&lines.join("\n"), "server.log");
+        assert_eq!(
+            ev,
+            [
+                LogEventKind::HttpSessionReaped {
+                    http_session: "h-1".into(),
+                    idle_secs: Some(41)
+                },
+                LogEventKind::ProxyStopping {
+                    session_id: "s-1".into()
+                },
+                LogEventKind::ProxyForceKilled {
+                    session_id: Some("s-1".into())
+                },
+                LogEventKind::ProxyExited {
+                    code: None,
+                    signal: Some("SIGKILL".into()),
+                    session_id: Some("s-1".into())
+                },
+                LogEventKind::WorkerExited {
+                    session_id: "s-2".into(),
+                    code: None,
+                    signal: Some("SIGKILL".into()),
+                    expected: None
+                },
+                LogEventKind::ReaperKilledOrphan {
+                    pid: 123,
+                    owner_pid: Some(45),
+                    session_id: Some("s-3".into())
+                },
+                LogEventKind::ClosingAll { active: 3 },
+            ]
+        );
+    }
+
+    #[test]
+    fn hostile_lines_are_skipped() {
+        let mut p = LineParser::default();
+        for l in [
+            "",
+            "not json",
+            "[1,2,3]",
+            "{\"message\":42}",
+            "{\"level\":\"info\",\"message\":\"HTTP session closed: ../../etc/passwd\"}",
+            "{\"level\":\"info\",\"message\":\"[ProxyManager] Proxy spawned with PID: -1\"}",
+            "{\"level\":\"info\",\"message\":\"[ProxyManager] Proxy spawned with PID: 99999999999\"}",
+            "{\"level\":\"info\",\"message\":\"Reaping stale HTTP session \"}",
+            "{\"level\":\"info\",\"message\":\"[SM _updateSessionState x] State change: \"}",
+            "{\"level\":\"info\",\"message\":\"session:created\"}",
+            "{\"level\":\"info\",\"message\":\"HTTP session initialized: <img src=x onerror=alert(1)>\"}",
+            "{\"level\":", 
+        ] {
+            assert_eq!(p.parse(l), None, "{l}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parser_never_panics(s in ".{0,400}") {
+            let mut p = LineParser::default();
+            let _ = p.parse(&s);
+            let _ = p.parse(&format!("{{\"level\":\"info\",\"message\":{}}}", serde_json::to_string(&s).unwrap()));
+        }
+    }
+
+    fn tail_of(dir: &tempfile::TempDir) -> (PathBuf, LogTail) {
+        let path = dir.path().join("server.log");
+        (path.clone(), LogTail::new(path))
+    }
+
+    fn line(msg: &str) -> String {
+        format!(
+            "{{\"level\":\"info\",\"message\":\"{msg}\",\"timestamp\":\"2026-11-30T10:00:00Z\"}}\n"
+        )
+    }
+
+    #[test]
+    fn tail_reads_only_appended_bytes_and_holds_partial_lines() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut t) = tail_of(&dir);
+        assert!(t.poll().unwrap().is_empty(), "missing file is not an error");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let full = line("HTTP session initialized: h-1");
+        let (a, b) = full.split_at(30);
+        f.write_all(a.as_bytes()).unwrap();
+        assert!(t.poll().unwrap().is_empty(), "partial line held back");
+        f.write_all(b.as_bytes()).unwrap();
+        let ev = t.poll().unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].line, 1);
+        f.write_all(line("HTTP session closed: h-1").as_bytes())
+            .unwrap();
+        let ev = t.poll().unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].line, 2);
+        assert_eq!(t.offset(), std::fs::metadata(&path).unwrap().len());
+        assert!(t.poll().unwrap().is_empty());
+    }
+
+    #[test]
+    fn tail_survives_truncation_and_rotation() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut t) = tail_of(&dir);
+        std::fs::write(
+            &path,
+            line("HTTP session initialized: h-1") + &line("HTTP session initialized: h-2"),
+        )
+        .unwrap();
+        assert_eq!(t.poll().unwrap().len(), 2);
+        // Truncated in place.
+        std::fs::write(&path, line("HTTP session initialized: h-3")).unwrap();
+        let ev = t.poll().unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(
+            ev[0].kind,
+            LogEventKind::HttpSessionInitialized {
+                http_session: "h-3".into()
+            }
+        );
+        // Rotated: renamed away, a new file at the path.
+        std::fs::rename(&path, dir.path().join("server.log.1")).unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(line("HTTP session closed: h-3").as_bytes())
+            .unwrap();
+        let ev = t.poll().unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].line, 1);
+        assert_eq!(t.stats.restarts, 2);
+    }
+
+    #[test]
+    fn tail_skips_oversized_lines_without_buffering_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut t) = tail_of(&dir);
+        let big = "x".repeat(MAX_LINE * 3);
+        std::fs::write(
+            &path,
+            format!("{big}\n{}", line("HTTP session initialized: h-9")),
+        )
+        .unwrap();
+        let ev = t.poll().unwrap();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].line, 2);
+        assert_eq!(t.stats.oversized, 1);
+        assert!(t.pending.capacity() <= MAX_LINE * 4);
+    }
+}
