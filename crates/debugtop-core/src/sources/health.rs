@@ -1,0 +1,282 @@
+//! `GET /health` of an HTTP-mode server: which HTTP sessions it holds (and, on newer servers,
+//! which debug sessions each holds).
+//!
+//! A stopped server accepts the connection and never answers, a broken one may answer anything:
+//! every outcome is a typed, worded [`HealthError`], bounded in time (default 1.5 s) and size
+//! (1 MiB), and the caller keeps polling.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use ts_rs::TS;
+
+use crate::collect::parse::session_id;
+
+/// Default request timeout (connect + headers + body).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1500);
+/// The largest body accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// What `/health` said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct Health {
+    /// `status` (`"ok"` when healthy).
+    pub status: String,
+    /// `mode`, when given.
+    pub mode: Option<String>,
+    /// `connections`, when given.
+    pub connections: Option<u32>,
+    /// HTTP session ids (`sessions`).
+    pub sessions: Vec<String>,
+    /// Per-HTTP-session details (newer servers only).
+    pub details: Option<Vec<HttpSessionDetail>>,
+}
+
+/// One entry of the newer `details` array.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct HttpSessionDetail {
+    /// The HTTP session id.
+    pub http_session: String,
+    /// Open streams, when given.
+    pub open_streams: Option<u32>,
+    /// Idle time in ms, when given.
+    #[ts(type = "number | null")]
+    pub idle_ms: Option<u64>,
+    /// The debug sessions it holds.
+    pub debug_sessions: Vec<String>,
+}
+
+/// Why a health check failed, in words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum HealthError {
+    /// Nothing listens there.
+    #[error("connection refused: nothing is listening at {url}")]
+    Refused {
+        /// The URL.
+        url: String,
+    },
+    /// No (complete) answer in time: a hung or stopped (SIGSTOP) server, or a slow drip.
+    #[error("no answer within {ms} ms from {url}: the server is hung, stopped, or too slow")]
+    TimedOut {
+        /// The URL.
+        url: String,
+        /// The timeout.
+        #[ts(type = "number")]
+        ms: u64,
+    },
+    /// A status other than 200.
+    #[error("{url} answered HTTP {status}")]
+    Status {
+        /// The URL.
+        url: String,
+        /// The status code.
+        status: u16,
+    },
+    /// More than [`MAX_BODY`] bytes.
+    #[error("{url} sent more than {limit} bytes; ignored")]
+    TooLarge {
+        /// The URL.
+        url: String,
+        /// The cap.
+        limit: u32,
+    },
+    /// The body is not JSON.
+    #[error("{url} did not answer JSON: {detail}")]
+    NotJson {
+        /// The URL.
+        url: String,
+        /// Parser message.
+        detail: String,
+    },
+    /// JSON, but not the `/health` shape.
+    #[error("{url} answered JSON of an unexpected shape: {detail}")]
+    WrongShape {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Any other transport failure.
+    #[error("cannot reach {url}: {detail}")]
+    Connect {
+        /// The URL.
+        url: String,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// A reusable health client.
+#[derive(Debug, Clone)]
+pub struct HealthClient {
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+impl HealthClient {
+    /// A client with the given timeout.
+    pub fn new(timeout: Duration) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .no_proxy()
+            .pool_max_idle_per_host(0)
+            .build()
+            .unwrap_or_default();
+        Self { http, timeout }
+    }
+
+    /// `GET <base>/health` (`base` like `http://127.0.0.1:3001`).
+    pub async fn check(&self, base: &str) -> Result<Health, HealthError> {
+        let url = format!("{}/health", base.trim_end_matches('/'));
+        let fail = |e: reqwest::Error| classify_error(&url, self.timeout, &e);
+        // The server only accepts loopback Host names; name it `localhost` whatever the URL says.
+        let host = reqwest::Url::parse(&url)
+            .ok()
+            .map(|u| match u.port() {
+                Some(p) => format!("localhost:{p}"),
+                None => "localhost".to_owned(),
+            })
+            .unwrap_or_else(|| "localhost".to_owned());
+        let mut resp = self.http.get(&url).header("host", host).send().await.map_err(fail)?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            return Err(HealthError::Status { url, status });
+        }
+        if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
+            return Err(HealthError::TooLarge { url, limit: MAX_BODY as u32 });
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(fail)? {
+            if body.len() + chunk.len() > MAX_BODY {
+                return Err(HealthError::TooLarge { url, limit: MAX_BODY as u32 });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        parse(&url, &body)
+    }
+}
+
+fn classify_error(url: &str, timeout: Duration, e: &reqwest::Error) -> HealthError {
+    let url = url.to_owned();
+    if e.is_timeout() {
+        return HealthError::TimedOut { url, ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) };
+    }
+    // Walk the source chain for the OS error.
+    let mut src: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return HealthError::Refused { url };
+            }
+        }
+        src = s.source();
+    }
+    let mut detail = e.to_string();
+    let mut src = std::error::Error::source(e);
+    while let Some(s) = src {
+        detail.push_str(": ");
+        detail.push_str(&s.to_string());
+        src = s.source();
+    }
+    HealthError::Connect { url, detail }
+}
+
+/// Parses a `/health` body: the 0.24.2 shape, and the newer one with `details`.
+pub fn parse(url: &str, body: &[u8]) -> Result<Health, HealthError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| HealthError::NotJson { url: url.to_owned(), detail: e.to_string() })?;
+    let shape = |detail: &str| HealthError::WrongShape { url: url.to_owned(), detail: detail.to_owned() };
+    let obj = v.as_object().ok_or_else(|| shape("not an object"))?;
+    let status = obj.get("status").and_then(Value::as_str).ok_or_else(|| shape("no \"status\" string"))?;
+    let sessions = match obj.get("sessions") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).filter_map(session_id).collect(),
+        Some(_) => return Err(shape("\"sessions\" is not an array")),
+    };
+    let details = match obj.get("details") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => Some(a.iter().filter_map(detail).collect()),
+        Some(_) => return Err(shape("\"details\" is not an array")),
+    };
+    Ok(Health {
+        status: status.chars().take(64).collect(),
+        mode: obj.get("mode").and_then(Value::as_str).map(|m| m.chars().take(16).collect()),
+        connections: obj.get("connections").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+        sessions,
+        details,
+    })
+}
+
+/// One `details` entry; field names vary, so the usual spellings are accepted.
+fn detail(v: &Value) -> Option<HttpSessionDetail> {
+    let o = v.as_object()?;
+    let pick = |keys: &[&str]| keys.iter().find_map(|k| o.get(*k));
+    let http_session = pick(&["sessionId", "id", "httpSessionId", "mcpSessionId"])?.as_str().and_then(session_id)?;
+    let debug_sessions = match pick(&["debugSessions", "debugSessionIds", "debug_sessions"]) {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|d| match d {
+                Value::String(s) => session_id(s),
+                Value::Object(m) => m.get("id").or_else(|| m.get("sessionId")).and_then(Value::as_str).and_then(session_id),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(HttpSessionDetail {
+        http_session,
+        open_streams: pick(&["openStreams", "streams", "open_streams"])
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
+        idle_ms: pick(&["idleMs", "idle_ms"]).and_then(Value::as_u64),
+        debug_sessions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_of_0_24_2() {
+        let h = parse("u", br#"{"status":"ok","mode":"http","connections":3,"sessions":["629143fa-1","e1efbd42-2"]}"#).unwrap();
+        assert_eq!(h.status, "ok");
+        assert_eq!(h.connections, Some(3));
+        assert_eq!(h.sessions, ["629143fa-1", "e1efbd42-2"]);
+        assert_eq!(h.details, None);
+    }
+
+    #[test]
+    fn newer_shape_with_details() {
+        let h = parse(
+            "u",
+            br#"{"status":"ok","mode":"http","connections":1,"sessions":["h-1"],
+                "details":[{"sessionId":"h-1","openStreams":1,"idleMs":1200,"debugSessions":["d-1",{"id":"d-2"}]}]}"#,
+        )
+        .unwrap();
+        let d = &h.details.unwrap()[0];
+        assert_eq!(d.http_session, "h-1");
+        assert_eq!(d.open_streams, Some(1));
+        assert_eq!(d.idle_ms, Some(1200));
+        assert_eq!(d.debug_sessions, ["d-1", "d-2"]);
+    }
+
+    #[test]
+    fn bad_bodies_are_worded() {
+        assert!(matches!(parse("u", b"<html>"), Err(HealthError::NotJson { .. })));
+        assert!(matches!(parse("u", b"[]"), Err(HealthError::WrongShape { .. })));
+        assert!(matches!(parse("u", br#"{"sessions":[]}"#), Err(HealthError::WrongShape { .. })));
+        assert!(matches!(parse("u", br#"{"status":"ok","sessions":5}"#), Err(HealthError::WrongShape { .. })));
+        let e = parse("http://x/health", b"{").unwrap_err().to_string();
+        assert!(e.starts_with("http://x/health did not answer JSON"), "{e}");
+        // Hostile ids are dropped, not trusted.
+        let h = parse("u", br#"{"status":"ok","sessions":["<img src=x>","ok-1",7]}"#).unwrap();
+        assert_eq!(h.sessions, ["ok-1"]);
+    }
+}
