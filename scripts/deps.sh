@@ -48,3 +48,15 @@ if [ "$what" = test ]; then
   # The real debug server the end-to-end tests drive: @debugmcp/mcp-debugger@0.24.2.
   npm_ci tests
 fi
+
+if [ "$what" = test ]; then
+  # debugpy from PyPI, for the python debug sessions the end-to-end tests start.
+  if [ -x tests/.venv/bin/python ] && cmp -s tests/requirements.txt tests/.venv/.debugtop-req; then
+    echo "deps: python venv in tests/.venv present"
+  else
+    echo "deps: creating tests/.venv with $(tr '\n' ' ' < tests/requirements.txt)"
+    python3 -m venv tests/.venv
+    tests/.venv/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
+    cp tests/requirements.txt tests/.venv/.debugtop-req
+  fi
+fi

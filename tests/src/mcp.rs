@@ -60,6 +60,9 @@ impl Server {
             .args(["http", "-p", &port.to_string(), "--log-file"])
             .arg(&log_file)
             .env("MCP_HTTP_STALE_SESSION_MS", stale_ms.to_string())
+            // As with an activated venv: `python3` is the one with debugpy from PyPI (0.24.2
+            // auto-detects the interpreter from PATH at launch).
+            .env("PATH", venv_path())
             .stdout(std::process::Stdio::null());
         let proc = Spawned::spawn(&mut cmd);
         let server = Self {
@@ -201,4 +204,98 @@ impl Client {
     pub async fn close(mut self) {
         let _ = self.inner.close().await;
     }
+}
+
+/// A bare MCP client over raw HTTP/1.1 that never opens a GET stream and never sends DELETE:
+/// what a crashed client leaves behind. Its HTTP session is reaped at the server's next stale
+/// sweep after `MCP_HTTP_STALE_SESSION_MS`.
+#[derive(Debug)]
+pub struct Abandoned {
+    port: u16,
+    /// The HTTP session id the server gave.
+    pub http_session: String,
+    next_id: u32,
+}
+
+impl Abandoned {
+    /// `initialize` + `notifications/initialized`.
+    pub fn connect(port: u16) -> Self {
+        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"abandoned","version":"1"}}});
+        let (headers, _) = raw_post(port, None, &init);
+        let http_session = headers
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| v.trim().to_owned())
+            })
+            .expect("no Mcp-Session-Id header");
+        raw_post(
+            port,
+            Some(&http_session),
+            &json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        );
+        Self {
+            port,
+            http_session,
+            next_id: 2,
+        }
+    }
+
+    /// Calls a tool and returns the parsed `content[0].text`.
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.next_id += 1;
+        let req = json!({"jsonrpc":"2.0","id":self.next_id,"method":"tools/call","params":{"name":tool,"arguments":args}});
+        let (_, body) = raw_post(self.port, Some(&self.http_session), &req);
+        let data = body
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap_or(&body);
+        let v: Value = serde_json::from_str(data).unwrap_or_else(|e| panic!("{tool}: {e}: {body}"));
+        let text = v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tool}: {v}"));
+        serde_json::from_str(text).unwrap_or_else(|_| json!({ "raw": text }))
+    }
+}
+
+fn raw_post(port: u16, session: Option<&str>, body: &Value) -> (String, String) {
+    let body = body.to_string();
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let sid = session
+        .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+        .unwrap_or_default();
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{sid}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("write");
+    let mut resp = String::new();
+    let _ = s.read_to_string(&mut resp);
+    let (h, b) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    (h.to_owned(), b.to_owned())
+}
+
+fn venv_path() -> String {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin");
+    format!(
+        "{}:{}",
+        venv.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The python with debugpy from PyPI (`tests/.venv`, made by `make test`).
+pub fn python_with_debugpy() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    assert!(
+        p.exists(),
+        "no debugpy venv at {}: run `make test` (scripts/deps.sh test)",
+        p.display()
+    );
+    p.to_string_lossy().into_owned()
 }

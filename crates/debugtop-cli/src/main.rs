@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use debugtop_core::collect::Collector;
-use debugtop_core::snapshot::Snapshot;
+use debugtop_core::reconcile::TreeNode;
+use debugtop_core::sampler::{self, Config, Engine};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,8 +23,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Take one snapshot of every debug-server process on this machine.
+    /// Take one reconciled snapshot of every debug server on this machine (found without flags).
     Snapshot {
+        /// Also ask this server's /health (`http://host:port`); repeatable.
+        #[arg(long = "server", value_name = "URL")]
+        servers: Vec<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
@@ -35,6 +38,21 @@ enum Command {
         #[arg(long)]
         no_redact: bool,
     },
+    /// Stream updates: one line per tick (NDJSON with --json, a summary otherwise).
+    Watch {
+        /// Tick interval in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval: u64,
+        /// Also ask this server's /health; repeatable.
+        #[arg(long = "server", value_name = "URL")]
+        servers: Vec<String>,
+        /// NDJSON: each line is one update (snapshot and the log events of that tick).
+        #[arg(long)]
+        json: bool,
+        /// Stop after this many updates (default: run until interrupted).
+        #[arg(long)]
+        count: Option<u64>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -43,7 +61,18 @@ enum Format {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("debugtop-cli: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(run(Cli::parse())) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("debugtop-cli: {e:#}");
@@ -52,21 +81,32 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Snapshot {
+            servers,
             format: Format::Json,
             out,
             no_redact,
         } => {
-            let mut collector = Collector::new().context("cannot start the process collector")?;
-            // Two samples so CPU percentages are real.
-            let table = collector
-                .scan_twice(Duration::from_millis(250))
-                .context("cannot scan the process table")?;
-            let snap = Snapshot::from_table(&table, !no_redact);
-            let mut text =
-                serde_json::to_string_pretty(&snap).context("cannot serialise the snapshot")?;
+            let config = Config {
+                extra_servers: servers,
+                redact: !no_redact,
+                ..Config::default()
+            };
+            let mut engine = Engine::new(config).context("cannot start the collector")?;
+            // Two ticks so CPU percentages are real.
+            engine
+                .tick()
+                .await
+                .context("cannot read the process table")?;
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let update = engine
+                .tick()
+                .await
+                .context("cannot read the process table")?;
+            let mut text = serde_json::to_string_pretty(&update.snapshot)
+                .context("cannot serialise the snapshot")?;
             text.push('\n');
             match out {
                 Some(path) => std::fs::write(&path, text)
@@ -78,5 +118,78 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Watch {
+            interval,
+            servers,
+            json,
+            count,
+        } => {
+            let config = Config {
+                interval: Duration::from_millis(interval),
+                extra_servers: servers,
+                ..Config::default()
+            };
+            let mut running = sampler::spawn(config).context("cannot start the sampler")?;
+            let mut seen = 0u64;
+            loop {
+                tokio::select! {
+                    changed = running.updates.changed() => {
+                        if changed.is_err() { break; }
+                    }
+                    _ = tokio::signal::ctrl_c() => break,
+                }
+                let Some(update) = running.updates.borrow_and_update().clone() else {
+                    continue;
+                };
+                let line = if json {
+                    serde_json::to_string(&*update).context("cannot serialise an update")?
+                } else {
+                    summary(&update)
+                };
+                let mut out = std::io::stdout().lock();
+                if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                    break; // stdout closed (piped into `head`): stop quietly
+                }
+                seen += 1;
+                if count.is_some_and(|c| seen >= c) {
+                    break;
+                }
+            }
+            running.task.abort();
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn summary(u: &sampler::Update) -> String {
+    let s = &u.snapshot;
+    let nodes: usize = s.tree.iter().map(|t| TreeNode::walk(t).len()).sum();
+    let mut line = format!(
+        "#{} {} servers, {} debug sessions, {} processes, {} tree nodes",
+        u.seq,
+        s.servers.len(),
+        s.debug_sessions.len(),
+        s.processes.len(),
+        nodes
+    );
+    for e in &u.events {
+        line.push_str(&format!(
+            "\n  {} {}:{} {:?}",
+            e.at.map(|a| a.to_rfc3339()).unwrap_or_default(),
+            e.file,
+            e.line,
+            e.kind
+        ));
+    }
+    for src in s
+        .sources
+        .iter()
+        .filter(|x| x.state != debugtop_core::model::SourceState::Ok)
+    {
+        line.push_str(&format!(
+            "\n  {} ({:?}): {}",
+            src.source, src.server_pid, src.detail
+        ));
+    }
+    line
 }

@@ -8,6 +8,8 @@
 pub mod collect;
 pub mod error;
 pub mod model;
+pub mod reconcile;
+pub mod sampler;
 pub mod snapshot;
 pub mod sources;
 

@@ -9,36 +9,12 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::collect::{ProcessTable, ScanStats};
-use crate::model::{Language, Proc, Role, ServerInfo, SourceState, SourceStatus};
+use crate::model::{Proc, ServerInfo, SourceState, SourceStatus};
+use crate::reconcile::World;
+pub use crate::reconcile::{DebugSession, Fact, FactSource, HttpSession, NodeKind, TreeNode};
 
 /// The schema tag of this build's snapshots.
 pub const SCHEMA: &str = "debugtop.snapshot/1";
-
-/// An HTTP (MCP transport) session of a server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[ts(export)]
-pub struct HttpSession {
-    /// `Mcp-Session-Id`.
-    pub id: String,
-    /// The server holding it.
-    pub server_pid: Option<u32>,
-}
-
-/// A debug session, as far as it is known.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[ts(export)]
-pub struct DebugSession {
-    /// The debug session id (a UUID in mcp-debugger).
-    pub id: String,
-    /// The server that owns it.
-    pub server_pid: Option<u32>,
-    /// Its proxy worker, if one is alive.
-    pub worker_pid: Option<u32>,
-    /// Its adapter, if one is known.
-    pub adapter_pid: Option<u32>,
-    /// The adapter's language.
-    pub language: Option<Language>,
-}
 
 /// A finding (filled by the verdict rules).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -62,22 +38,6 @@ pub struct Finding {
     pub since: DateTime<Utc>,
     /// What to do.
     pub suggested_action: Option<String>,
-}
-
-/// A node of the reconciled tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[ts(export)]
-pub struct TreeNode {
-    /// Stable id within the tree.
-    pub id: String,
-    /// What the node stands for: `server`, `gone-server`, `http-session`, `debug-session`, `process`.
-    pub kind: String,
-    /// Short text to show.
-    pub label: String,
-    /// The process, for process and server nodes.
-    pub pid: Option<u32>,
-    /// Children.
-    pub children: Vec<TreeNode>,
 }
 
 /// One timeline event.
@@ -137,63 +97,54 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// A snapshot of a process table. Argv is redacted unless `redact` is false.
+    /// A snapshot of a process table alone (no logs, no health). Argv redacted unless `redact`
+    /// is false.
     pub fn from_table(table: &ProcessTable, redact: bool) -> Self {
-        let mut processes = table.procs.clone();
+        let world = crate::reconcile::Reconciler::default().build_offline(table);
+        Self::from_world(&world, redact)
+    }
+
+    /// A snapshot of a reconciled world.
+    pub fn from_world(world: &World, redact: bool) -> Self {
+        let mut processes = world.table.procs.clone();
+        let mut tree = world.tree.clone();
         if redact {
             for p in &mut processes {
                 p.argv = redact::redact_argv(&p.argv);
             }
+            redact_tree(&mut tree);
         }
+        let mut sources = vec![process_table_status(&world.table.stats)];
+        sources.extend(world.sources.iter().cloned());
         Self {
             schema: SCHEMA.to_owned(),
-            taken_at: table.taken_at,
+            taken_at: world.table.taken_at,
             host: hostname::get()
                 .map(|h| h.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             debugtop: env!("CARGO_PKG_VERSION").to_owned(),
-            servers: table.servers.clone(),
-            http_sessions: Vec::new(),
-            debug_sessions: debug_sessions(&table.procs),
+            servers: world.table.servers.clone(),
+            http_sessions: world.http_sessions.clone(),
+            debug_sessions: world.debug_sessions.clone(),
             processes,
-            tree: Vec::new(),
+            tree,
             findings: Vec::new(),
             timeline: Vec::new(),
             log_excerpts: Vec::new(),
-            sources: vec![process_table_status(&table.stats)],
+            sources,
         }
     }
 }
 
-/// Debug sessions as the process table shows them: one per worker or adapter session id.
-fn debug_sessions(procs: &[Proc]) -> Vec<DebugSession> {
-    let mut out: Vec<DebugSession> = Vec::new();
-    for p in procs {
-        let Some(id) = &p.session_id else { continue };
-        let idx = match out.iter().position(|s| &s.id == id) {
-            Some(i) => i,
-            None => {
-                out.push(DebugSession {
-                    id: id.clone(),
-                    server_pid: p.server_pid,
-                    worker_pid: None,
-                    adapter_pid: None,
-                    language: None,
-                });
-                out.len() - 1
-            }
-        };
-        let s = &mut out[idx];
-        match p.role {
-            Role::Worker if p.state.is_alive() => s.worker_pid = Some(p.pid),
-            Role::Adapter => {
-                s.adapter_pid = Some(p.pid);
-                s.language = p.language;
-            }
-            _ => {}
+fn redact_tree(nodes: &mut [TreeNode]) {
+    for n in nodes {
+        if n.kind == NodeKind::Process {
+            n.label =
+                redact::redact_argv(&n.label.split(' ').map(str::to_owned).collect::<Vec<_>>())
+                    .join(" ");
         }
+        redact_tree(&mut n.children);
     }
-    out
 }
 
 fn process_table_status(stats: &ScanStats) -> SourceStatus {

@@ -30,7 +30,14 @@ pub struct ServerEndpoints {
 pub fn endpoints(server: &ServerInfo) -> ServerEndpoints {
     let listening = listening_ports(server.pid);
     let port_confirmed = server.port.is_some_and(|p| listening.contains(&p));
-    let port = if port_confirmed { server.port } else { server.port.filter(|_| listening.is_empty()).or(listening.first().copied()) };
+    let port = if port_confirmed {
+        server.port
+    } else {
+        server
+            .port
+            .filter(|_| listening.is_empty())
+            .or(listening.first().copied())
+    };
     let base_url = match server.mode {
         ServerMode::Http => port.map(|p| format!("http://127.0.0.1:{p}")),
         ServerMode::Sse | ServerMode::Stdio => None,
@@ -38,14 +45,35 @@ pub fn endpoints(server: &ServerInfo) -> ServerEndpoints {
     let cli_log = server
         .pkg_dir
         .as_deref()
-        .map(|d| Path::new(d).join("..").join("logs").join(format!("debug-mcp-server-{}.log", server.pid)))
+        .map(|d| {
+            Path::new(d)
+                .join("..")
+                .join("logs")
+                .join(format!("debug-mcp-server-{}.log", server.pid))
+        })
         .map(|p| normalize(&p));
-    let log_file = server.log_file.as_deref().map(|f| absolute_for(server.pid, f));
+    let log_file = server
+        .log_file
+        .as_deref()
+        .map(|f| absolute_for(server.pid, f));
     let sessions_dir = match &log_file {
-        Some(f) => f.parent().map(|d| d.join("sessions")).unwrap_or_else(|| PathBuf::from("sessions")),
-        None => std::env::temp_dir().join("debug-mcp-server").join("sessions"),
+        Some(f) => f
+            .parent()
+            .map(|d| d.join("sessions"))
+            .unwrap_or_else(|| PathBuf::from("sessions")),
+        None => std::env::temp_dir()
+            .join("debug-mcp-server")
+            .join("sessions"),
     };
-    ServerEndpoints { pid: server.pid, listening, base_url, port_confirmed, cli_log, log_file, sessions_dir }
+    ServerEndpoints {
+        pid: server.pid,
+        listening,
+        base_url,
+        port_confirmed,
+        cli_log,
+        log_file,
+        sessions_dir,
+    }
 }
 
 impl ServerEndpoints {
@@ -57,7 +85,12 @@ impl ServerEndpoints {
             if !out.contains(f) {
                 out.push(f.clone());
             }
-            out.extend(rotated_siblings(f).into_iter().filter(|s| !out.contains(s)).collect::<Vec<_>>());
+            out.extend(
+                rotated_siblings(f)
+                    .into_iter()
+                    .filter(|s| !out.contains(s))
+                    .collect::<Vec<_>>(),
+            );
         }
         out
     }
@@ -65,7 +98,9 @@ impl ServerEndpoints {
     /// The proxy logs of one debug session (`sessions/<id>/run-*/proxy-<id>.log`).
     pub fn proxy_logs(&self, session_id: &str) -> Vec<PathBuf> {
         let dir = self.sessions_dir.join(session_id);
-        let Ok(rd) = std::fs::read_dir(&dir) else { return Vec::new() };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return Vec::new();
+        };
         let mut out: Vec<PathBuf> = rd
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
@@ -79,7 +114,11 @@ impl ServerEndpoints {
 
 /// winston's size rotation writes `name1.ext`, `name2.ext`, … next to `name.ext`.
 fn rotated_siblings(f: &Path) -> Vec<PathBuf> {
-    let (Some(dir), Some(stem), ext) = (f.parent(), f.file_stem().and_then(|s| s.to_str()), f.extension().and_then(|e| e.to_str())) else {
+    let (Some(dir), Some(stem), ext) = (
+        f.parent(),
+        f.file_stem().and_then(|s| s.to_str()),
+        f.extension().and_then(|e| e.to_str()),
+    ) else {
         return Vec::new();
     };
     (1..=9)
@@ -122,7 +161,9 @@ fn normalize(p: &Path) -> PathBuf {
 /// matched against LISTEN rows of `/proc/net/tcp` and `tcp6`.
 #[cfg(target_os = "linux")]
 pub fn listening_ports(pid: u32) -> Vec<u16> {
-    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
     let inodes: HashSet<u64> = rd
         .flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
@@ -186,7 +227,10 @@ mod tests {
 
     #[test]
     fn normalize_paths() {
-        assert_eq!(normalize(Path::new("/a/b/../logs/./x.log")), PathBuf::from("/a/logs/x.log"));
+        assert_eq!(
+            normalize(Path::new("/a/b/../logs/./x.log")),
+            PathBuf::from("/a/logs/x.log")
+        );
     }
 
     #[test]
@@ -200,7 +244,12 @@ mod tests {
             pkg_dir: Some("/n/node_modules/@debugmcp/mcp-debugger".into()),
         };
         let e = endpoints(&s);
-        assert_eq!(e.cli_log, Some(PathBuf::from("/n/node_modules/@debugmcp/logs/debug-mcp-server-1.log")));
+        assert_eq!(
+            e.cli_log,
+            Some(PathBuf::from(
+                "/n/node_modules/@debugmcp/logs/debug-mcp-server-1.log"
+            ))
+        );
         assert_eq!(e.log_file, Some(PathBuf::from("/l/server.log")));
         assert_eq!(e.sessions_dir, PathBuf::from("/l/sessions"));
     }

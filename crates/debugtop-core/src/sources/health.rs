@@ -143,18 +143,30 @@ impl HealthClient {
                 None => "localhost".to_owned(),
             })
             .unwrap_or_else(|| "localhost".to_owned());
-        let mut resp = self.http.get(&url).header("host", host).send().await.map_err(fail)?;
+        let mut resp = self
+            .http
+            .get(&url)
+            .header("host", host)
+            .send()
+            .await
+            .map_err(fail)?;
         let status = resp.status().as_u16();
         if status != 200 {
             return Err(HealthError::Status { url, status });
         }
         if resp.content_length().is_some_and(|n| n > MAX_BODY as u64) {
-            return Err(HealthError::TooLarge { url, limit: MAX_BODY as u32 });
+            return Err(HealthError::TooLarge {
+                url,
+                limit: MAX_BODY as u32,
+            });
         }
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(fail)? {
             if body.len() + chunk.len() > MAX_BODY {
-                return Err(HealthError::TooLarge { url, limit: MAX_BODY as u32 });
+                return Err(HealthError::TooLarge {
+                    url,
+                    limit: MAX_BODY as u32,
+                });
             }
             body.extend_from_slice(&chunk);
         }
@@ -165,7 +177,10 @@ impl HealthClient {
 fn classify_error(url: &str, timeout: Duration, e: &reqwest::Error) -> HealthError {
     let url = url.to_owned();
     if e.is_timeout() {
-        return HealthError::TimedOut { url, ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX) };
+        return HealthError::TimedOut {
+            url,
+            ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        };
     }
     // Walk the source chain for the OS error.
     let mut src: Option<&dyn std::error::Error> = Some(e);
@@ -189,14 +204,26 @@ fn classify_error(url: &str, timeout: Duration, e: &reqwest::Error) -> HealthErr
 
 /// Parses a `/health` body: the 0.24.2 shape, and the newer one with `details`.
 pub fn parse(url: &str, body: &[u8]) -> Result<Health, HealthError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| HealthError::NotJson { url: url.to_owned(), detail: e.to_string() })?;
-    let shape = |detail: &str| HealthError::WrongShape { url: url.to_owned(), detail: detail.to_owned() };
+    let v: Value = serde_json::from_slice(body).map_err(|e| HealthError::NotJson {
+        url: url.to_owned(),
+        detail: e.to_string(),
+    })?;
+    let shape = |detail: &str| HealthError::WrongShape {
+        url: url.to_owned(),
+        detail: detail.to_owned(),
+    };
     let obj = v.as_object().ok_or_else(|| shape("not an object"))?;
-    let status = obj.get("status").and_then(Value::as_str).ok_or_else(|| shape("no \"status\" string"))?;
+    let status = obj
+        .get("status")
+        .and_then(Value::as_str)
+        .ok_or_else(|| shape("no \"status\" string"))?;
     let sessions = match obj.get("sessions") {
         None => Vec::new(),
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).filter_map(session_id).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(session_id)
+            .collect(),
         Some(_) => return Err(shape("\"sessions\" is not an array")),
     };
     let details = match obj.get("details") {
@@ -206,8 +233,14 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Health, HealthError> {
     };
     Ok(Health {
         status: status.chars().take(64).collect(),
-        mode: obj.get("mode").and_then(Value::as_str).map(|m| m.chars().take(16).collect()),
-        connections: obj.get("connections").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
+        mode: obj
+            .get("mode")
+            .and_then(Value::as_str)
+            .map(|m| m.chars().take(16).collect()),
+        connections: obj
+            .get("connections")
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok()),
         sessions,
         details,
     })
@@ -217,13 +250,19 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Health, HealthError> {
 fn detail(v: &Value) -> Option<HttpSessionDetail> {
     let o = v.as_object()?;
     let pick = |keys: &[&str]| keys.iter().find_map(|k| o.get(*k));
-    let http_session = pick(&["sessionId", "id", "httpSessionId", "mcpSessionId"])?.as_str().and_then(session_id)?;
+    let http_session = pick(&["sessionId", "id", "httpSessionId", "mcpSessionId"])?
+        .as_str()
+        .and_then(session_id)?;
     let debug_sessions = match pick(&["debugSessions", "debugSessionIds", "debug_sessions"]) {
         Some(Value::Array(a)) => a
             .iter()
             .filter_map(|d| match d {
                 Value::String(s) => session_id(s),
-                Value::Object(m) => m.get("id").or_else(|| m.get("sessionId")).and_then(Value::as_str).and_then(session_id),
+                Value::Object(m) => m
+                    .get("id")
+                    .or_else(|| m.get("sessionId"))
+                    .and_then(Value::as_str)
+                    .and_then(session_id),
                 _ => None,
             })
             .collect(),
@@ -269,14 +308,30 @@ mod tests {
 
     #[test]
     fn bad_bodies_are_worded() {
-        assert!(matches!(parse("u", b"<html>"), Err(HealthError::NotJson { .. })));
-        assert!(matches!(parse("u", b"[]"), Err(HealthError::WrongShape { .. })));
-        assert!(matches!(parse("u", br#"{"sessions":[]}"#), Err(HealthError::WrongShape { .. })));
-        assert!(matches!(parse("u", br#"{"status":"ok","sessions":5}"#), Err(HealthError::WrongShape { .. })));
+        assert!(matches!(
+            parse("u", b"<html>"),
+            Err(HealthError::NotJson { .. })
+        ));
+        assert!(matches!(
+            parse("u", b"[]"),
+            Err(HealthError::WrongShape { .. })
+        ));
+        assert!(matches!(
+            parse("u", br#"{"sessions":[]}"#),
+            Err(HealthError::WrongShape { .. })
+        ));
+        assert!(matches!(
+            parse("u", br#"{"status":"ok","sessions":5}"#),
+            Err(HealthError::WrongShape { .. })
+        ));
         let e = parse("http://x/health", b"{").unwrap_err().to_string();
         assert!(e.starts_with("http://x/health did not answer JSON"), "{e}");
         // Hostile ids are dropped, not trusted.
-        let h = parse("u", br#"{"status":"ok","sessions":["<img src=x>","ok-1",7]}"#).unwrap();
+        let h = parse(
+            "u",
+            br#"{"status":"ok","sessions":["<img src=x>","ok-1",7]}"#,
+        )
+        .unwrap();
         assert_eq!(h.sessions, ["ok-1"]);
     }
 }
