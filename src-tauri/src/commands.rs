@@ -2,21 +2,18 @@
 
 use std::time::Duration;
 
-use debugtop_core::collect::Collector;
+use debugtop_core::sampler::{Config, Engine};
 use debugtop_core::snapshot::Snapshot;
 
 use crate::AppError;
 
-/// One redacted snapshot of the machine (two scans, so CPU is filled in).
+/// One reconciled, redacted snapshot of the machine (two ticks, so CPU is filled in).
 #[tauri::command]
 pub async fn first_snapshot() -> Result<Snapshot, AppError> {
-    tokio::task::spawn_blocking(|| {
-        let mut c = Collector::new()?;
-        let table = c.scan_twice(Duration::from_millis(250))?;
-        Ok(Snapshot::from_table(&table, true))
-    })
-    .await
-    .map_err(|e| AppError::Task(e.to_string()))?
+    let mut engine = Engine::new(Config::default())?;
+    engine.tick().await?;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    Ok(engine.tick().await?.snapshot)
 }
 
 #[cfg(test)]

@@ -101,6 +101,14 @@ pub enum HealthError {
         /// What is wrong.
         detail: String,
     },
+    /// The connection closed before the whole answer arrived.
+    #[error("{url} closed the connection mid-answer: {detail}")]
+    Incomplete {
+        /// The URL.
+        url: String,
+        /// What failed.
+        detail: String,
+    },
     /// Any other transport failure.
     #[error("cannot reach {url}: {detail}")]
     Connect {
@@ -198,6 +206,9 @@ fn classify_error(url: &str, timeout: Duration, e: &reqwest::Error) -> HealthErr
         detail.push_str(": ");
         detail.push_str(&s.to_string());
         src = s.source();
+    }
+    if e.is_body() || e.is_decode() {
+        return HealthError::Incomplete { url, detail };
     }
     HealthError::Connect { url, detail }
 }

@@ -1,0 +1,77 @@
+//! The sampler loop: owns the interval, publishes on a watch channel, never waits for readers;
+//! processes of a gone server stay visible under a node for it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::process::Command;
+use std::time::Duration;
+
+use debugtop_core::model::Role;
+use debugtop_core::reconcile::NodeKind;
+use debugtop_core::sampler::{self, Config, Engine};
+use debugtop_e2e::{fixture, render, Spawned, TreeGuard};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_consumer_never_slows_the_sampler() {
+    let mut running = sampler::spawn(Config {
+        interval: Duration::from_millis(100),
+        ..Config::default()
+    })
+    .unwrap();
+    running.updates.changed().await.unwrap();
+    let first = running.updates.borrow_and_update().clone().unwrap().seq;
+    // Read nothing for a while: the loop must not wait for us.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let latest = running.updates.borrow_and_update().clone().unwrap().seq;
+    assert!(
+        latest >= first + 5,
+        "sampler advanced only from {first} to {latest} while unobserved"
+    );
+    assert!(running.errors.borrow().is_none());
+    running.task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_of_a_gone_server_stay_under_a_node_for_it() {
+    // A pid that was a process and is gone now.
+    let mut dead = Spawned::spawn(&mut Command::new("true"));
+    dead.reap();
+    let gone_pid = dead.pid;
+    // A js-debug chain still carrying MCP_DEBUGGER_MAIN_PID of that server (failure shape 2/3).
+    let adapter = Spawned::spawn(
+        Command::new("node")
+            .arg(fixture("js-debug/vsDebugServer.cjs"))
+            .args(["0", "127.0.0.1"])
+            .env("MCP_DEBUGGER_MAIN_PID", gone_pid.to_string()),
+    );
+    let _g = TreeGuard::new(adapter.pid);
+    let mut engine = Engine::new(Config::default()).unwrap();
+    let mut last = String::new();
+    for _ in 0..40 {
+        let u = engine.tick().await.unwrap();
+        last = render(&u.snapshot.tree);
+        if let Some(g) = u
+            .snapshot
+            .tree
+            .iter()
+            .find(|n| n.kind == NodeKind::GoneServer && n.pid == Some(gone_pid))
+        {
+            let roles: Vec<Role> = g.walk().iter().filter_map(|n| n.role).collect();
+            if roles.contains(&Role::Adapter) && roles.contains(&Role::Debuggee) {
+                assert!(g.label.contains("gone"));
+                let a = g
+                    .walk()
+                    .into_iter()
+                    .find(|n| n.pid == Some(adapter.pid))
+                    .unwrap();
+                assert_eq!(a.role, Some(Role::Adapter));
+                assert!(
+                    a.children.iter().any(|c| c.role == Some(Role::Debuggee)),
+                    "{last}"
+                );
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no gone-server node with the chain; last tree:\n{last}");
+}
