@@ -103,8 +103,9 @@ impl Drop for Server {
         // Remember what the server started (by identity), stop it gracefully, then make sure
         // nothing it started outlives the test.
         let descendants = descendants_of(self.proc.pid);
-        self.proc.signal(Signal::SIGCONT);
-        self.proc.signal(Signal::SIGTERM);
+        let ticks = start_ticks(self.proc.pid).unwrap_or(0);
+        signal_if_same(self.proc.pid, ticks, Signal::SIGCONT);
+        signal_if_same(self.proc.pid, ticks, Signal::SIGTERM);
         let _ = wait_for(Duration::from_secs(8), || {
             self.proc.child.try_wait().ok().flatten()
         });
@@ -298,4 +299,24 @@ pub fn python_with_debugpy() -> String {
         p.display()
     );
     p.to_string_lossy().into_owned()
+}
+
+/// The seed bug's stand-in: the real `proxy-bootstrap.js`, started by our own harness with a
+/// live server as owner and a session id that server never created, initialised over IPC with
+/// the mock adapter. Returns the harness (its child is the worker) and the worker's pid.
+pub fn seed_bug_stand_in(owner: u32, dir: &Path) -> (Spawned, u32, String) {
+    let session = uuid::Uuid::new_v4().to_string();
+    let mut cmd = Command::new("node");
+    cmd.arg(crate::fixture("seed-bug/harness.js"))
+        .arg(package_dir())
+        .arg(owner.to_string())
+        .arg(&session)
+        .arg(dir.join(format!("sessions/{session}/run-1")))
+        .arg(crate::fixture("mock/script.js"));
+    let mut h = Spawned::spawn(&mut cmd);
+    let worker: u32 = h
+        .read_line(Duration::from_secs(20))
+        .parse()
+        .expect("worker pid from the harness");
+    (h, worker, session)
 }

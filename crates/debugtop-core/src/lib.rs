@@ -7,10 +7,12 @@
 
 pub mod collect;
 pub mod error;
+pub mod kill;
 pub mod model;
 pub mod reconcile;
 pub mod sampler;
 pub mod snapshot;
 pub mod sources;
+pub mod verdict;
 
 pub use error::{Error, Result};

@@ -119,6 +119,10 @@ pub struct DebugSession {
     pub state: Option<String>,
     /// The log says it was closed or stopped.
     pub ended: bool,
+    /// When it ended, per the log.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The log line that ended it.
+    pub ended_by: Option<Fact>,
     /// Its live worker, if any.
     pub worker_pid: Option<u32>,
     /// Its adapter, if known.
@@ -213,6 +217,7 @@ struct DebugRec {
     language: Option<String>,
     state: Option<String>,
     ended: Option<DateTime<Utc>>,
+    ended_by: Option<Fact>,
     worker_pid: Option<u32>,
     adapter_pid: Option<u32>,
     facts: Vec<Fact>,
@@ -244,6 +249,10 @@ pub struct World {
     pub sources: Vec<SourceStatus>,
     /// Log events read this tick.
     pub new_events: Vec<LogEvent>,
+    /// The latest `/health` outcome per live server pid.
+    pub health: BTreeMap<u32, Result<Health, HealthError>>,
+    /// Log lines read so far per live server pid (0: its logs were never found).
+    pub logs_read: BTreeMap<u32, u64>,
 }
 
 /// Keeps log and health state per server and builds the [`World`].
@@ -280,6 +289,14 @@ impl Reconciler {
             match tail.poll() {
                 Ok(events) => {
                     for ev in events {
+                        // A --log-file shared across runs (or a per-pid log of a reused pid)
+                        // holds lines of earlier servers: they are not this server's.
+                        if ev
+                            .at
+                            .is_some_and(|at| at < server.start_time - ChronoDuration::seconds(2))
+                        {
+                            continue;
+                        }
                         apply(st, &ev);
                         self.pending_events.push(ev);
                     }
@@ -386,6 +403,16 @@ impl Reconciler {
             }
             tree.push(node);
         }
+        let mut health = BTreeMap::new();
+        let mut logs_read = BTreeMap::new();
+        for s in &table.servers {
+            if let Some(st) = self.servers.get(&s.pid) {
+                if let Some((_, h)) = &st.health {
+                    health.insert(s.pid, h.clone());
+                }
+                logs_read.insert(s.pid, st.tails.values().map(|t| t.stats.lines).sum());
+            }
+        }
         // Forget servers that are gone and left nothing behind.
         let referenced: BTreeSet<u32> = table.procs.iter().filter_map(|p| p.server_pid).collect();
         self.servers
@@ -397,6 +424,8 @@ impl Reconciler {
             debug_sessions: debug_out,
             sources,
             new_events: std::mem::take(&mut self.pending_events),
+            health,
+            logs_read,
         }
     }
 }
@@ -534,7 +563,10 @@ fn apply(st: &mut ServerState, ev: &LogEvent) {
         LogEventKind::DebugSessionClosed { session_id } => {
             let r = st.debug.entry(session_id.clone()).or_default();
             r.facts.push(Fact::log("closed".into(), ev));
-            r.ended.get_or_insert(at);
+            if r.ended.is_none() {
+                r.ended = Some(at);
+                r.ended_by = Some(Fact::log("`session:closed`".into(), ev));
+            }
         }
         LogEventKind::ProxySpawned {
             pid,
@@ -827,6 +859,8 @@ fn session_nodes(
             language: language.clone(),
             state: rec.and_then(|r| r.state.clone()),
             ended,
+            ended_at: rec.and_then(|r| r.ended),
+            ended_by: rec.and_then(|r| r.ended_by.clone()),
             worker_pid: worker,
             adapter_pid: adapter,
             http_session: None,

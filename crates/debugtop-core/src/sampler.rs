@@ -18,6 +18,7 @@ use crate::snapshot::Snapshot;
 use crate::sources::discovery;
 use crate::sources::health::{HealthClient, DEFAULT_TIMEOUT};
 use crate::sources::logs::LogEvent;
+use crate::verdict::{Evaluator, VerdictConfig};
 
 /// Sampler settings.
 #[derive(Debug, Clone)]
@@ -30,6 +31,8 @@ pub struct Config {
     pub extra_servers: Vec<String>,
     /// Redact argv in published snapshots (default on).
     pub redact: bool,
+    /// Verdict rules: grace, spin threshold, live or audit confirmation.
+    pub verdicts: VerdictConfig,
 }
 
 impl Default for Config {
@@ -39,6 +42,7 @@ impl Default for Config {
             health_timeout: DEFAULT_TIMEOUT,
             extra_servers: Vec::new(),
             redact: true,
+            verdicts: VerdictConfig::default(),
         }
     }
 }
@@ -61,7 +65,9 @@ pub struct Engine {
     collector: Collector,
     reconciler: Reconciler,
     health: HealthClient,
+    evaluator: Evaluator,
     seq: u64,
+    last_world: Option<crate::reconcile::World>,
 }
 
 impl Engine {
@@ -71,8 +77,10 @@ impl Engine {
             health: HealthClient::new(config.health_timeout),
             collector: Collector::new()?,
             reconciler: Reconciler::default(),
+            evaluator: Evaluator::new(config.verdicts),
             config,
             seq: 0,
+            last_world: None,
         })
     }
 
@@ -115,11 +123,19 @@ impl Engine {
         }
         let mut world = self.reconciler.build(table);
         let events = std::mem::take(&mut world.new_events);
+        let findings = self.evaluator.evaluate(&world);
+        let snapshot = Snapshot::from_world(&world, findings, self.config.redact);
+        self.last_world = Some(world);
         Ok(Update {
             seq: self.seq,
-            snapshot: Snapshot::from_world(&world, self.config.redact),
+            snapshot,
             events,
         })
+    }
+
+    /// The world of the last tick (unredacted; for planning kills).
+    pub fn last_world(&self) -> Option<&crate::reconcile::World> {
+        self.last_world.as_ref()
     }
 }
 

@@ -12,33 +12,10 @@ use crate::collect::{ProcessTable, ScanStats};
 use crate::model::{Proc, ServerInfo, SourceState, SourceStatus};
 use crate::reconcile::World;
 pub use crate::reconcile::{DebugSession, Fact, FactSource, HttpSession, NodeKind, TreeNode};
+pub use crate::verdict::Finding;
 
 /// The schema tag of this build's snapshots.
 pub const SCHEMA: &str = "debugtop.snapshot/1";
-
-/// A finding (filled by the verdict rules).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[ts(export)]
-pub struct Finding {
-    /// Stable id derived from the kind and the identities concerned.
-    pub id: String,
-    /// One of the stable kinds (`leaked-worker`, …).
-    pub kind: String,
-    /// `info`, `warning` or `critical`.
-    pub severity: String,
-    /// The processes concerned.
-    pub pids: Vec<u32>,
-    /// The session concerned.
-    pub session_id: Option<String>,
-    /// The server concerned.
-    pub server_pid: Option<u32>,
-    /// Plain sentences with the facts.
-    pub evidence: Vec<String>,
-    /// Since when it holds.
-    pub since: DateTime<Utc>,
-    /// What to do.
-    pub suggested_action: Option<String>,
-}
 
 /// One timeline event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -101,11 +78,11 @@ impl Snapshot {
     /// is false.
     pub fn from_table(table: &ProcessTable, redact: bool) -> Self {
         let world = crate::reconcile::Reconciler::default().build_offline(table);
-        Self::from_world(&world, redact)
+        Self::from_world(&world, Vec::new(), redact)
     }
 
     /// A snapshot of a reconciled world.
-    pub fn from_world(world: &World, redact: bool) -> Self {
+    pub fn from_world(world: &World, findings: Vec<Finding>, redact: bool) -> Self {
         let mut processes = world.table.procs.clone();
         let mut tree = world.tree.clone();
         if redact {
@@ -128,7 +105,7 @@ impl Snapshot {
             debug_sessions: world.debug_sessions.clone(),
             processes,
             tree,
-            findings: Vec::new(),
+            findings,
             timeline: Vec::new(),
             log_excerpts: Vec::new(),
             sources,

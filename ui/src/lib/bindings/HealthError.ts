@@ -47,6 +47,14 @@ url: string,
 /**
  * What is wrong.
  */
+detail: string, } | { "type": "incomplete", 
+/**
+ * The URL.
+ */
+url: string, 
+/**
+ * What failed.
+ */
 detail: string, } | { "type": "connect", 
 /**
  * The URL.
