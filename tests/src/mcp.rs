@@ -102,7 +102,14 @@ impl Drop for Server {
     fn drop(&mut self) {
         // Remember what the server started (by identity), stop it gracefully, then make sure
         // nothing it started outlives the test.
-        let descendants = descendants_of(self.proc.pid);
+        // By marker and by parent links: detached adapters (the mock adapter's environment
+        // carries no marker) are still children of their workers at this point.
+        let mut descendants = descendants_of(self.proc.pid);
+        for d in crate::procs::descendants(self.proc.pid) {
+            if !descendants.contains(&d) {
+                descendants.push(d);
+            }
+        }
         let ticks = start_ticks(self.proc.pid).unwrap_or(0);
         signal_if_same(self.proc.pid, ticks, Signal::SIGCONT);
         signal_if_same(self.proc.pid, ticks, Signal::SIGTERM);

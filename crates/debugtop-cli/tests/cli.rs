@@ -90,3 +90,126 @@ fn snapshot_to_an_unwritable_path_says_so() {
         "{err}"
     );
 }
+
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = cli().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// mcp-debugger.md §4.6, through the CLI a CI job would run: `audit` finds the leaked worker
+/// (exit 1), `kill <finding-id>` previews, refuses without --yes, then removes it (exit 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
+    use debugtop_e2e::mcp::seed_bug_stand_in;
+    let sentinel = debugtop_e2e::Spawned::spawn(Command::new("sleep").arg("600"));
+    let server = Server::start(60_000);
+    let dir = tempfile::tempdir().unwrap();
+    let (_harness, worker, session) = seed_bug_stand_in(server.pid(), dir.path());
+
+    let mut found = None;
+    for _ in 0..20 {
+        let (code, out, err) = tokio::task::spawn_blocking(|| run(&["audit", "--json"]))
+            .await
+            .unwrap();
+        assert!(
+            code == Some(0) || code == Some(1),
+            "audit could not run: {err}"
+        );
+        let doc: Value = serde_json::from_str(&out).unwrap();
+        if let Some(f) = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "leaked-worker" && f["pids"][0] == worker)
+        {
+            assert_eq!(code, Some(1), "findings mean exit 1");
+            found = Some(f.clone());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let f = found.expect("leaked-worker for the stand-in");
+    assert_eq!(f["session_id"], session.as_str());
+    assert_eq!(f["server_pid"], server.pid());
+    let evidence = f["evidence"].to_string();
+    assert!(evidence.contains("never created session"), "{evidence}");
+    assert!(evidence.contains("not the server"), "{evidence}");
+    let id = f["id"].as_str().unwrap().to_owned();
+
+    // The readable report names it and says how to fix it.
+    let (code, out, _) = tokio::task::spawn_blocking(|| run(&["audit"]))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("CRITICAL leaked-worker") && out.contains(&format!("debugtop-cli kill {id}")),
+        "{out}"
+    );
+
+    let idc = id.clone();
+    let (code, out, _) = tokio::task::spawn_blocking(move || run(&["kill", &idc, "--dry-run"]))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(0));
+    assert!(out.contains(&format!("worker (pid {worker}")), "{out}");
+    assert_eq!(
+        debugtop_e2e::procs::state_of(worker).map(|s| s != 'Z'),
+        Some(true),
+        "a dry run kills nothing"
+    );
+
+    let idc = id.clone();
+    let (code, _, err) = tokio::task::spawn_blocking(move || run(&["kill", &idc]))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(2));
+    assert!(err.contains("pass --yes"), "{err}");
+
+    let idc = id.clone();
+    let (code, out, err) =
+        tokio::task::spawn_blocking(move || run(&["kill", &idc, "--yes", "--grace-ms", "2000"]))
+            .await
+            .unwrap();
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains(&format!("worker {worker}: exited"))
+            || out.contains(&format!("worker {worker}: killed")),
+        "{out}"
+    );
+    assert!(debugtop_e2e::procs::state_of(worker).is_none_or(|s| s == 'Z'));
+    assert_eq!(
+        debugtop_e2e::procs::state_of(sentinel.pid),
+        Some('S'),
+        "the sentinel outside the tree was hit"
+    );
+    assert!(
+        debugtop_e2e::procs::state_of(server.pid()).is_some_and(|s| s != 'Z'),
+        "the server itself is untouched"
+    );
+
+    // A finding that no longer exists is a clear error, exit 2.
+    let (code, _, err) = tokio::task::spawn_blocking(move || run(&["kill", &id, "--yes"]))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no current finding has the id"), "{err}");
+}
+
+#[test]
+fn kill_refuses_pid_1_and_strangers() {
+    let (code, out, _) = run(&["kill", "1", "--yes"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("refuse 1: pid 0 and 1 are never signalled"),
+        "{out}"
+    );
+    let stranger = debugtop_e2e::Spawned::spawn(Command::new("sleep").arg("600"));
+    let (code, out, _) = run(&["kill", &stranger.pid.to_string(), "--yes"]);
+    assert_eq!(code, Some(1));
+    assert!(out.contains("not part of any debug server's tree"), "{out}");
+    assert_eq!(debugtop_e2e::procs::state_of(stranger.pid), Some('S'));
+}

@@ -117,6 +117,8 @@ pub struct DebugSession {
     pub language: Option<String>,
     /// Last state the log gave (`created` … `paused`, `stopped`, `error`).
     pub state: Option<String>,
+    /// The server's logs mention it (otherwise it is known only from processes).
+    pub in_log: bool,
     /// The log says it was closed or stopped.
     pub ended: bool,
     /// When it ended, per the log.
@@ -858,6 +860,7 @@ fn session_nodes(
             name: rec.and_then(|r| r.name.clone()),
             language: language.clone(),
             state: rec.and_then(|r| r.state.clone()),
+            in_log: rec.is_some(),
             ended,
             ended_at: rec.and_then(|r| r.ended),
             ended_by: rec.and_then(|r| r.ended_by.clone()),

@@ -318,7 +318,7 @@ fn candidates(world: &World, spin_cpu: f32, now: DateTime<Utc>) -> Vec<Candidate
                             evidence_at: Some(at),
                             two_samples: false,
                         });
-                    } else if dbg.is_none()
+                    } else if dbg.is_none_or(|d| !d.in_log)
                         && world.logs_read.get(&server.pid).copied().unwrap_or(0) > 0
                     {
                         // The server's logs (read from their start) never created this session.
@@ -606,5 +606,224 @@ fn state_words(s: ProcState) -> &'static str {
         ProcState::Running => "running",
         ProcState::Sleeping | ProcState::Idle => "sleeping",
         _ => "alive",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::{ProcessTable, ScanStats};
+    use crate::model::{EnvMarkers, ServerMode};
+    use crate::reconcile::{Fact, FactSource};
+
+    fn t(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + secs, 0).unwrap_or_default()
+    }
+
+    fn proc(pid: u32, ppid: u32, role: Role, session: Option<&str>) -> Proc {
+        Proc {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: ProcState::Sleeping,
+            start_time: t(0),
+            start_ticks: u64::from(pid),
+            uid: Some(0),
+            role,
+            argv: vec!["node".into()],
+            markers: EnvMarkers::default(),
+            cpu_percent: Some(0.0),
+            rss_bytes: 0,
+            server_pid: Some(100),
+            session_id: session.map(str::to_owned),
+            language: None,
+            owner_pid: (role == Role::Worker).then_some(100),
+            remembered_ppid: None,
+        }
+    }
+
+    fn world(now: DateTime<Utc>, procs: Vec<Proc>, sessions: Vec<DebugSession>) -> World {
+        let server = ServerInfo {
+            pid: 100,
+            start_time: t(-10),
+            mode: ServerMode::Http,
+            port: Some(1),
+            log_file: None,
+            pkg_dir: None,
+        };
+        World {
+            table: ProcessTable {
+                taken_at: now,
+                procs,
+                servers: vec![server],
+                stats: ScanStats::default(),
+            },
+            tree: Vec::new(),
+            http_sessions: Vec::new(),
+            debug_sessions: sessions,
+            sources: Vec::new(),
+            new_events: Vec::new(),
+            health: BTreeMap::new(),
+            logs_read: [(100, 10)].into(),
+        }
+    }
+
+    fn ended_session(at: DateTime<Utc>) -> DebugSession {
+        DebugSession {
+            id: "s-1".into(),
+            server_pid: Some(100),
+            name: None,
+            language: None,
+            state: Some("stopped".into()),
+            in_log: true,
+            ended: true,
+            ended_at: Some(at),
+            ended_by: Some(Fact {
+                text: "`Session s-1 marked as STOPPED/TERMINATED.`".into(),
+                source: FactSource::Log {
+                    file: "/l/server.log".into(),
+                    line: 212,
+                },
+                at: Some(at),
+            }),
+            worker_pid: None,
+            adapter_pid: None,
+            http_session: None,
+            facts: Vec::new(),
+        }
+    }
+
+    fn kinds(f: &[Finding]) -> Vec<FindingKind> {
+        f.iter().map(|f| f.kind).collect()
+    }
+
+    #[test]
+    fn a_normal_teardown_within_the_grace_raises_nothing() {
+        let mut e = Evaluator::new(VerdictConfig::default());
+        // Session ended at t=10; the worker is still there at 10.9 s and 15 s (server force-kill
+        // at 5 s): no finding. Gone at 16 s.
+        for now in [t(10) + chrono::Duration::milliseconds(900), t(15)] {
+            let w = world(
+                now,
+                vec![proc(200, 100, Role::Worker, Some("s-1"))],
+                vec![ended_session(t(10))],
+            );
+            assert!(e.evaluate(&w).is_empty(), "at {now}");
+        }
+    }
+
+    #[test]
+    fn a_worker_alive_past_the_grace_after_its_session_ended_is_leaked_with_cited_evidence() {
+        let mut e = Evaluator::new(VerdictConfig::default());
+        let w = world(
+            t(24),
+            vec![proc(200, 100, Role::Worker, Some("s-1"))],
+            vec![ended_session(t(10))],
+        );
+        let f = e.evaluate(&w);
+        assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+        assert_eq!(f[0].id, "leaked-worker:200.200");
+        assert_eq!(f[0].since, t(10));
+        assert!(f[0].evidence[0].contains("still alive 14 s after `Session s-1 marked as STOPPED/TERMINATED.` at server.log:212"), "{:?}", f[0].evidence);
+        assert!(f[0]
+            .plan
+            .as_ref()
+            .is_some_and(|p| p.targets.iter().any(|t| t.pid == 200)));
+    }
+
+    #[test]
+    fn live_mode_waits_the_grace_audit_mode_two_samples() {
+        let orphan = || {
+            let mut p = proc(200, 1, Role::Worker, Some("s-1"));
+            p.owner_pid = Some(999);
+            p
+        };
+        let mut live = Evaluator::new(VerdictConfig::default());
+        assert!(live
+            .evaluate(&world(t(0), vec![orphan()], vec![]))
+            .is_empty());
+        assert!(live
+            .evaluate(&world(t(5), vec![orphan()], vec![]))
+            .is_empty());
+        assert_eq!(
+            kinds(&live.evaluate(&world(t(6), vec![orphan()], vec![]))),
+            [FindingKind::OrphanedWorker]
+        );
+
+        let mut audit = Evaluator::new(VerdictConfig {
+            mode: Mode::Audit,
+            ..VerdictConfig::default()
+        });
+        assert!(audit
+            .evaluate(&world(t(0), vec![orphan()], vec![]))
+            .is_empty());
+        let f = audit.evaluate(&world(
+            t(0) + chrono::Duration::milliseconds(250),
+            vec![orphan()],
+            vec![],
+        ));
+        assert_eq!(kinds(&f), [FindingKind::OrphanedWorker]);
+        // A condition that clears resets its clock.
+        assert!(audit.evaluate(&world(t(1), vec![], vec![])).is_empty());
+        assert!(audit
+            .evaluate(&world(t(2), vec![orphan()], vec![]))
+            .is_empty());
+    }
+
+    #[test]
+    fn spinning_needs_two_hot_samples_and_ignores_debuggees() {
+        let hot = |role: Role, pid: u32| {
+            let mut p = proc(pid, 100, role, Some("s-1"));
+            p.state = ProcState::Running;
+            p.cpu_percent = Some(55.0);
+            p
+        };
+        let mut e = Evaluator::new(VerdictConfig::default());
+        let w = |now| {
+            world(
+                now,
+                vec![
+                    proc(150, 100, Role::Worker, Some("s-1")),
+                    hot(Role::Adapter, 300),
+                    hot(Role::Debuggee, 301),
+                ],
+                vec![],
+            )
+        };
+        let mut first = w(t(0));
+        first.table.procs[1].ppid = 150;
+        first.table.procs[0].cpu_percent = Some(1.0);
+        assert!(e
+            .evaluate(&first)
+            .iter()
+            .all(|f| f.kind != FindingKind::Spinning));
+        let mut second = w(t(1));
+        second.table.procs[1].ppid = 150;
+        let f = e.evaluate(&second);
+        let spin: Vec<&Finding> = f
+            .iter()
+            .filter(|f| f.kind == FindingKind::Spinning)
+            .collect();
+        assert_eq!(spin.len(), 1, "{f:#?}");
+        assert_eq!(spin[0].pids, [300]);
+    }
+
+    #[test]
+    fn zombie_is_not_alive_and_not_killed() {
+        let mut z = proc(200, 100, Role::Worker, Some("s-1"));
+        z.state = ProcState::Zombie;
+        let mut e = Evaluator::new(VerdictConfig {
+            grace: Duration::ZERO,
+            ..VerdictConfig::default()
+        });
+        let _ = e.evaluate(&world(t(0), vec![z.clone()], vec![]));
+        let f = e.evaluate(&world(t(1), vec![z], vec![]));
+        assert_eq!(
+            kinds(&f),
+            [FindingKind::Zombie],
+            "a zombie worker is neither leaked nor orphaned: it is dead"
+        );
+        assert!(f[0].plan.is_none());
     }
 }
