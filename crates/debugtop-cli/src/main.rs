@@ -98,7 +98,10 @@ struct AuditArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Format {
+    /// The `debugtop.snapshot/1` document.
     Json,
+    /// A Markdown incident report, ready for a GitHub issue.
+    Md,
 }
 
 fn main() -> ExitCode {
@@ -126,7 +129,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Snapshot {
             servers,
-            format: Format::Json,
+            format,
             out,
             no_redact,
         } => {
@@ -142,15 +145,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .context("cannot read the process table")?;
             tokio::time::sleep(Duration::from_millis(250)).await;
-            let update = engine
+            let mut snap = engine
                 .tick()
                 .await
-                .context("cannot read the process table")?;
-            let mut text = serde_json::to_string_pretty(&update.snapshot)
-                .context("cannot serialise the snapshot")?;
-            text.push('\n');
+                .context("cannot read the process table")?
+                .snapshot;
+            snap.enrich_for_export();
+            let text = match format {
+                Format::Json => snap.to_json()?,
+                Format::Md => debugtop_core::snapshot::markdown::render(&snap),
+            };
             match out {
-                Some(path) => std::fs::write(&path, text)
+                Some(path) => debugtop_core::snapshot::write_atomic(&path, text.as_bytes())
                     .with_context(|| format!("cannot write {}", path.display()))?,
                 None => std::io::stdout()
                     .lock()

@@ -213,3 +213,81 @@ fn kill_refuses_pid_1_and_strangers() {
     assert!(out.contains("not part of any debug server's tree"), "{out}");
     assert_eq!(debugtop_e2e::procs::state_of(stranger.pid), Some('S'));
 }
+
+/// The debugpy debuggee of a real python session carries `--adapter-access-token <secret>`:
+/// every export hides it unless `--no-redact` is given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exports_redact_the_real_debugpy_access_token() {
+    let server = Server::start(60_000);
+    let client = Client::connect(&server.url()).await;
+    let session = client.create_session("python", "redact-me").await;
+    let r = client.start(&session, &fixture("py-app/loop.py")).await;
+    assert_eq!(r["success"], true, "{r}");
+    // The real token, read from the real debuggee.
+    let mut token = None;
+    for _ in 0..100 {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+                continue;
+            };
+            let argv: Vec<String> = raw
+                .split(|b| *b == 0)
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            if let Some(i) = argv.iter().position(|a| a == "--adapter-access-token") {
+                if argv.iter().any(|a| a.contains(&session))
+                    || std::fs::read(e.path().join("environ"))
+                        .is_ok_and(|env| String::from_utf8_lossy(&env).contains(&session))
+                {
+                    token = argv.get(i + 1).cloned();
+                }
+            }
+        }
+        if token.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let token = token.expect("a debugpy debuggee with an access token");
+    assert!(token.len() >= 8);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("s.json");
+    let md = dir.path().join("s.md");
+    let raw = dir.path().join("raw.json");
+    let (j, m, r) = (json.clone(), md.clone(), raw.clone());
+    tokio::task::spawn_blocking(move || {
+        assert_eq!(run(&["snapshot", "--out", j.to_str().unwrap()]).0, Some(0));
+        assert_eq!(
+            run(&["snapshot", "--format", "md", "--out", m.to_str().unwrap()]).0,
+            Some(0)
+        );
+        assert_eq!(
+            run(&["snapshot", "--no-redact", "--out", r.to_str().unwrap()]).0,
+            Some(0)
+        );
+    })
+    .await
+    .unwrap();
+    let json = std::fs::read_to_string(json).unwrap();
+    let md = std::fs::read_to_string(md).unwrap();
+    assert!(
+        json.contains("--adapter-access-token") && json.contains("‹redacted›"),
+        "the debuggee is in the snapshot"
+    );
+    assert!(
+        !json.contains(&token),
+        "token leaked into the JSON snapshot"
+    );
+    assert!(
+        !md.contains(&token),
+        "token leaked into the Markdown report"
+    );
+    assert!(md.contains(&session[..8]));
+    let raw = std::fs::read_to_string(raw).unwrap();
+    assert!(raw.contains(&token), "--no-redact keeps the argv as it is");
+    let snap: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(snap["redacted"], true);
+    // And the file reads back.
+    debugtop_core::snapshot::import(&serde_json::to_string(&snap).unwrap()).unwrap();
+    client.close().await;
+}

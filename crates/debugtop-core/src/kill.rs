@@ -25,7 +25,7 @@ pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
 const KILL_WAIT: Duration = Duration::from_millis(2000);
 
 /// Why a process is in the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum Via {
@@ -42,7 +42,7 @@ pub enum Via {
 }
 
 /// One process of a plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct KillTarget {
     /// Its pid.
@@ -63,7 +63,7 @@ pub struct KillTarget {
 }
 
 /// A process the plan will not touch, and why.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Refusal {
     /// The pid asked for.
@@ -73,7 +73,7 @@ pub struct Refusal {
 }
 
 /// What a kill will do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct KillPlan {
     /// Targets in signalling order: leaves first, workers and servers last.
@@ -312,7 +312,7 @@ fn ancestors_of(pid: u32) -> BTreeSet<u32> {
 }
 
 /// What happened to one process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 #[ts(export)]
 pub enum Outcome {
@@ -354,7 +354,7 @@ impl std::fmt::Display for Outcome {
 }
 
 /// One line of a kill report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct PidOutcome {
     /// The pid.
@@ -366,7 +366,7 @@ pub struct PidOutcome {
 }
 
 /// The report of an executed plan.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct KillReport {
     /// One outcome per target and per refusal.
@@ -381,7 +381,7 @@ impl KillReport {
 }
 
 /// Progress while executing (for a live view).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(tag = "step", rename_all = "kebab-case")]
 #[ts(export)]
 pub enum Progress {
@@ -719,6 +719,7 @@ mod tests {
             language: None,
             owner_pid: None,
             remembered_ppid: None,
+            exited_at: None,
         }
     }
 

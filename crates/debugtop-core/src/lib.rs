@@ -13,6 +13,7 @@ pub mod reconcile;
 pub mod sampler;
 pub mod snapshot;
 pub mod sources;
+pub mod timeline;
 pub mod verdict;
 
 pub use error::{Error, Result};

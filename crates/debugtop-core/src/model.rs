@@ -9,7 +9,20 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 /// What a process is, in the debug server's world.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum Role {
@@ -46,7 +59,9 @@ impl Role {
 
 /// The scheduler state of a process, as the kernel reports it (`/proc/<pid>/stat` field 3).
 /// Serialised as the kernel's letter so nothing is lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[ts(export)]
 pub enum ProcState {
     /// R: running or runnable.
@@ -132,7 +147,9 @@ impl ProcState {
 }
 
 /// The transport an mcp-debugger server was started with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum ServerMode {
@@ -145,7 +162,9 @@ pub enum ServerMode {
 }
 
 /// The languages whose adapters debugtop recognises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum Language {
@@ -169,7 +188,9 @@ pub enum Language {
 
 /// Environment variables that tie a process to a server or session. Only these are ever kept:
 /// the rest of a process's environment is never stored.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[ts(export)]
 pub struct EnvMarkers {
     /// `MCP_DEBUGGER_MAIN_PID`: the server every descendant was started under.
@@ -190,7 +211,7 @@ impl EnvMarkers {
 }
 
 /// One process that matters to debugtop, as seen by the collector at one instant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Proc {
     /// Process id.
@@ -232,10 +253,13 @@ pub struct Proc {
     /// The parent this process had when debugtop last saw it inside a server's tree,
     /// if it has since been reparented.
     pub remembered_ppid: Option<u32>,
+    /// For a process that just exited (a tomb, state `X`): when the exit was seen.
+    #[serde(default)]
+    pub exited_at: Option<DateTime<Utc>>,
 }
 
 /// What the process table says about one mcp-debugger server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct ServerInfo {
     /// The server's pid.
@@ -253,7 +277,7 @@ pub struct ServerInfo {
 }
 
 /// How a source of facts is doing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct SourceStatus {
     /// Which source: `process-table`, `health`, `logs`.
@@ -267,7 +291,7 @@ pub struct SourceStatus {
 }
 
 /// The health of a source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum SourceState {

@@ -24,7 +24,7 @@ use crate::sources::logs::{LogEvent, LogEventKind, LogTail};
 const ENDED_KEEP: ChronoDuration = ChronoDuration::seconds(60);
 
 /// Where a fact comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[ts(export)]
 pub enum FactSource {
@@ -61,7 +61,7 @@ impl std::fmt::Display for FactSource {
 }
 
 /// A sentence with its source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Fact {
     /// What is known, in words.
@@ -86,7 +86,7 @@ impl Fact {
 }
 
 /// An HTTP (MCP transport) session of a server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct HttpSession {
     /// `Mcp-Session-Id`.
@@ -104,7 +104,7 @@ pub struct HttpSession {
 }
 
 /// A debug session, as far as it is known.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct DebugSession {
     /// The debug session id.
@@ -136,7 +136,7 @@ pub struct DebugSession {
 }
 
 /// What a tree node stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum NodeKind {
@@ -155,7 +155,7 @@ pub enum NodeKind {
 }
 
 /// A node of the reconciled tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct TreeNode {
     /// Stable id: `server:<pid>`, `gone:<pid>`, `remote:<url>`, `http:<id>`, `debug:<id>`,
@@ -553,7 +553,13 @@ fn apply(st: &mut ServerState, ev: &LogEvent) {
             let r = st.debug.entry(session_id.clone()).or_default();
             r.facts
                 .push(Fact::log("marked as STOPPED/TERMINATED".into(), ev));
-            r.ended.get_or_insert(at);
+            if r.ended.is_none() {
+                r.ended = Some(at);
+                r.ended_by = Some(Fact::log(
+                    format!("`Session {session_id} marked as STOPPED/TERMINATED.`"),
+                    ev,
+                ));
+            }
         }
         LogEventKind::DebugSessionClosing { session_id, .. } => {
             st.debug
@@ -945,4 +951,100 @@ fn process_forest(ps: &[&Proc]) -> Vec<TreeNode> {
     }
     roots.sort_by_key(|p| (p.role != Role::Worker, p.pid));
     roots.into_iter().map(|p| build(p, &children, 0)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(line: u64, kind: LogEventKind) -> LogEvent {
+        LogEvent {
+            at: DateTime::from_timestamp(1_800_000_000 + line as i64, 0),
+            file: "/l/server.log".into(),
+            line,
+            kind,
+        }
+    }
+
+    #[test]
+    fn session_stopped_line_cites_itself_as_the_end() {
+        let mut st = ServerState::default();
+        apply(
+            &mut st,
+            &ev(
+                1,
+                LogEventKind::DebugSessionCreated {
+                    session_id: "s-1".into(),
+                    name: Some("n".into()),
+                    language: None,
+                },
+            ),
+        );
+        apply(
+            &mut st,
+            &ev(
+                212,
+                LogEventKind::SessionStopped {
+                    session_id: "s-1".into(),
+                },
+            ),
+        );
+        apply(
+            &mut st,
+            &ev(
+                213,
+                LogEventKind::DebugSessionClosed {
+                    session_id: "s-1".into(),
+                },
+            ),
+        );
+        let r = &st.debug["s-1"];
+        let by = r.ended_by.as_ref().expect("ended_by recorded");
+        assert_eq!(
+            by.source,
+            FactSource::Log {
+                file: "/l/server.log".into(),
+                line: 212
+            }
+        );
+        assert_eq!(by.source.to_string(), "server.log:212");
+        assert!(by.text.contains("marked as STOPPED/TERMINATED"));
+    }
+
+    #[test]
+    fn http_session_reaped_is_ended_as_reaped() {
+        let mut st = ServerState::default();
+        apply(
+            &mut st,
+            &ev(
+                1,
+                LogEventKind::HttpSessionInitialized {
+                    http_session: "h-1".into(),
+                },
+            ),
+        );
+        apply(
+            &mut st,
+            &ev(
+                2,
+                LogEventKind::HttpSessionReaped {
+                    http_session: "h-1".into(),
+                    idle_secs: Some(41),
+                },
+            ),
+        );
+        apply(
+            &mut st,
+            &ev(
+                3,
+                LogEventKind::HttpSessionClosed {
+                    http_session: "h-1".into(),
+                },
+            ),
+        );
+        assert_eq!(
+            st.http["h-1"].ended.as_ref().map(|(how, _)| how.as_str()),
+            Some("reaped")
+        );
+    }
 }

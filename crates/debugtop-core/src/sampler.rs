@@ -10,6 +10,7 @@ use serde::Serialize;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::collect::exits::ExitWatcher;
 use crate::collect::Collector;
 use crate::error::{Error, Result};
 use crate::model::ServerMode;
@@ -18,6 +19,7 @@ use crate::snapshot::Snapshot;
 use crate::sources::discovery;
 use crate::sources::health::{HealthClient, DEFAULT_TIMEOUT};
 use crate::sources::logs::LogEvent;
+use crate::timeline::Timeline;
 use crate::verdict::{Evaluator, VerdictConfig};
 
 /// Sampler settings.
@@ -33,6 +35,12 @@ pub struct Config {
     pub redact: bool,
     /// Verdict rules: grace, spin threshold, live or audit confirmation.
     pub verdicts: VerdictConfig,
+    /// Timeline events kept in memory (a ring).
+    pub timeline_capacity: usize,
+    /// How long just-exited processes stay as tombs.
+    pub tomb_ttl: Duration,
+    /// How much of the timeline each published snapshot carries.
+    pub timeline_window: Duration,
 }
 
 impl Default for Config {
@@ -43,6 +51,9 @@ impl Default for Config {
             extra_servers: Vec::new(),
             redact: true,
             verdicts: VerdictConfig::default(),
+            timeline_capacity: crate::timeline::DEFAULT_CAPACITY,
+            tomb_ttl: crate::timeline::DEFAULT_TOMB_TTL,
+            timeline_window: Duration::from_secs(600),
         }
     }
 }
@@ -66,6 +77,8 @@ pub struct Engine {
     reconciler: Reconciler,
     health: HealthClient,
     evaluator: Evaluator,
+    timeline: Timeline,
+    exits: Option<Arc<ExitWatcher>>,
     seq: u64,
     last_world: Option<crate::reconcile::World>,
 }
@@ -78,6 +91,8 @@ impl Engine {
             collector: Collector::new()?,
             reconciler: Reconciler::default(),
             evaluator: Evaluator::new(config.verdicts),
+            timeline: Timeline::new(config.timeline_capacity, config.tomb_ttl),
+            exits: ExitWatcher::start().map(Arc::new),
             config,
             seq: 0,
             last_world: None,
@@ -88,7 +103,23 @@ impl Engine {
     /// to read the process table at all is an error.
     pub async fn tick(&mut self) -> Result<Update> {
         self.seq += 1;
-        let table = self.collector.scan()?;
+        let mut table = self.collector.scan()?;
+        let now = table.taken_at;
+        let exits = match &self.exits {
+            Some(w) => {
+                w.watch(
+                    table
+                        .procs
+                        .iter()
+                        .filter(|p| p.state.is_alive())
+                        .map(|p| (p.pid, p.start_ticks)),
+                );
+                w.take_exits()
+            }
+            None => Vec::new(),
+        };
+        self.timeline.observe_procs(now, &table.procs, &exits);
+        table.procs.extend(self.timeline.tombs());
         let mut checks = Vec::new();
         for s in &table.servers {
             let endpoints = discovery::endpoints(s);
@@ -124,13 +155,35 @@ impl Engine {
         let mut world = self.reconciler.build(table);
         let events = std::mem::take(&mut world.new_events);
         let findings = self.evaluator.evaluate(&world);
-        let snapshot = Snapshot::from_world(&world, findings, self.config.redact);
+        let live_sessions = world
+            .table
+            .procs
+            .iter()
+            .filter(|p| p.state.is_alive())
+            .filter_map(|p| Some((p.server_pid, p.session_id.clone()?)))
+            .collect();
+        self.timeline.observe_world(
+            now,
+            &world.debug_sessions,
+            &live_sessions,
+            &findings,
+            &events,
+        );
+        let window = chrono::Duration::from_std(self.config.timeline_window)
+            .unwrap_or_else(|_| chrono::Duration::minutes(10));
+        let timeline = self.timeline.since(now - window);
+        let snapshot = Snapshot::from_world(&world, findings, timeline, self.config.redact);
         self.last_world = Some(world);
         Ok(Update {
             seq: self.seq,
             snapshot,
             events,
         })
+    }
+
+    /// Resolves when a watched process exits (never, where exits cannot be watched).
+    pub fn exit_signal(&self) -> Option<Arc<ExitWatcher>> {
+        self.exits.clone()
     }
 
     /// The world of the last tick (unredacted; for planning kills).
@@ -159,8 +212,20 @@ pub fn spawn(config: Config) -> Result<Running> {
     let task = tokio::spawn(async move {
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let exits = engine.exit_signal();
         loop {
-            ticker.tick().await;
+            // A tick on the interval, or at once when a watched process exits.
+            match &exits {
+                Some(w) => {
+                    tokio::select! {
+                        _ = ticker.tick() => {}
+                        () = w.exited() => {}
+                    }
+                }
+                None => {
+                    ticker.tick().await;
+                }
+            }
             match engine.tick().await {
                 Ok(u) => {
                     // `send_replace` never waits for readers: a slow consumer just misses ticks.

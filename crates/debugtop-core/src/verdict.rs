@@ -19,7 +19,20 @@ use crate::reconcile::{DebugSession, World};
 use crate::sources::health::HealthError;
 
 /// The stable finding kinds (the CLI's JSON and the GUI use the same strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum FindingKind {
@@ -58,7 +71,19 @@ impl FindingKind {
 }
 
 /// How bad.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, TS)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 #[ts(export)]
 pub enum Severity {
@@ -71,7 +96,7 @@ pub enum Severity {
 }
 
 /// One finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Finding {
     /// Stable id: the kind and the identities (pid.start-ticks) or session it concerns, so a
@@ -640,6 +665,7 @@ mod tests {
             language: None,
             owner_pid: (role == Role::Worker).then_some(100),
             remembered_ppid: None,
+            exited_at: None,
         }
     }
 

@@ -6,6 +6,34 @@
 //! Nothing here talks to a server or reads a log: that is `sources`.
 
 pub mod classify;
+#[cfg(target_os = "linux")]
+pub mod exits;
+/// Without pidfds, exits are seen at the next tick.
+#[cfg(not(target_os = "linux"))]
+pub mod exits {
+    use chrono::{DateTime, Utc};
+    /// An identity: pid and start ticks.
+    pub type Identity = (u32, u64);
+    /// A watcher that never starts.
+    #[derive(Debug)]
+    pub struct ExitWatcher;
+    impl ExitWatcher {
+        /// Not available here.
+        pub fn start() -> Option<Self> {
+            None
+        }
+        /// Nothing to watch with.
+        pub fn watch(&self, _ids: impl IntoIterator<Item = Identity>) {}
+        /// No exits.
+        pub fn take_exits(&self) -> Vec<(Identity, DateTime<Utc>)> {
+            Vec::new()
+        }
+        /// Never resolves.
+        pub async fn exited(&self) {
+            std::future::pending::<()>().await;
+        }
+    }
+}
 pub mod parse;
 pub mod portable;
 mod relate;
@@ -206,7 +234,7 @@ impl IdentityCache {
 }
 
 /// Counters of one scan, so a partial read is visible instead of silent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct ScanStats {
     /// Processes read.
@@ -313,6 +341,7 @@ pub(crate) fn finish(harvest: Harvest, cache: &mut IdentityCache) -> ProcessTabl
             language: r.memory.language,
             owner_pid,
             remembered_ppid: r.remembered_ppid,
+            exited_at: None,
         });
     }
     procs.sort_by_key(|p| (p.server_pid.unwrap_or(u32::MAX), p.pid));

@@ -110,3 +110,143 @@ mod tests {
         assert_eq!(redact_argv(&argv), argv);
     }
 }
+
+/// The user's home directory, if known (shown as `~`).
+pub fn home_dir() -> Option<String> {
+    std::env::var("HOME")
+        .ok()
+        .filter(|h| h.len() > 1 && h.starts_with('/'))
+}
+
+/// Redacts free text (a log line, a path): `key=value` / `"key":"value"` secrets, bearer
+/// tokens, long token-like runs, and the home directory as `~`.
+pub fn redact_text(s: &str, home: Option<&str>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        out.push_str(&redact_word(word));
+        word.clear();
+    };
+    let mut hide_next = false;
+    for c in s.chars() {
+        if c.is_whitespace() || c == ',' || c == '"' || c == '\'' {
+            if hide_next && !word.is_empty() && !word.eq_ignore_ascii_case("bearer") {
+                word.clear();
+                word.push_str(REDACTED);
+                hide_next = false;
+            } else if word.eq_ignore_ascii_case("bearer")
+                || (word.ends_with(':') && secret_name(word.trim_end_matches(':')))
+            {
+                hide_next = true;
+            }
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    if hide_next && !word.is_empty() {
+        word.clear();
+        word.push_str(REDACTED);
+    }
+    flush(&mut word, &mut out);
+    match home {
+        Some(h) => out.replace(&format!("{h}/"), "~/"),
+        None => out,
+    }
+}
+
+/// One whitespace-free word of free text.
+fn redact_word(w: &str) -> String {
+    if let Some((k, v)) = w.split_once('=') {
+        if secret_name(k) && !v.is_empty() {
+            return format!("{k}={REDACTED}");
+        }
+    }
+    if token_like(w) {
+        return REDACTED.to_owned();
+    }
+    redact_url_password(w)
+}
+
+/// A long run of token characters with digits and letters mixed (hex or base64 secrets),
+/// that is not a path or a UUID (session ids are not secrets).
+fn token_like(w: &str) -> bool {
+    let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if w.len() < 32 || w.contains('/') {
+        return false;
+    }
+    let uuid = w.len() == 36 && w.chars().filter(|c| *c == '-').count() == 4;
+    let tokenish = w
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '+' | '.'));
+    let digits = w.chars().any(|c| c.is_ascii_digit());
+    let letters = w.chars().any(|c| c.is_ascii_alphabetic());
+    tokenish && digits && letters && !uuid
+}
+
+/// Redacts a whole snapshot in place: argv, process labels, marker paths, log excerpts.
+pub fn redact_snapshot(s: &mut crate::snapshot::Snapshot) {
+    let home = home_dir();
+    let h = home.as_deref();
+    let path = |p: &str| redact_text(p, h);
+    for p in &mut s.processes {
+        p.argv = redact_argv(&p.argv).into_iter().map(|a| path(&a)).collect();
+        if let Some(d) = &mut p.markers.debugpy_log_dir {
+            *d = path(d);
+        }
+    }
+    fn tree(nodes: &mut [crate::snapshot::TreeNode], h: Option<&str>) {
+        for n in nodes {
+            if n.kind == crate::snapshot::NodeKind::Process {
+                let argv: Vec<String> = n.label.split(' ').map(str::to_owned).collect();
+                n.label = redact_argv(&argv)
+                    .into_iter()
+                    .map(|a| redact_text(&a, h))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+            }
+            tree(&mut n.children, h);
+        }
+    }
+    tree(&mut s.tree, h);
+    for srv in &mut s.servers {
+        srv.log_file = srv.log_file.as_deref().map(path);
+        srv.pkg_dir = srv.pkg_dir.as_deref().map(path);
+    }
+    for f in &mut s.findings {
+        for e in &mut f.evidence {
+            *e = path(e);
+        }
+        if let Some(plan) = &mut f.plan {
+            for t in &mut plan.targets {
+                t.argv = t.argv.iter().map(|a| path(a)).collect();
+            }
+        }
+    }
+    s.redacted = true;
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn free_text_secrets_and_home() {
+        let line = r#"{"message":"connect token=abc123 Authorization: Bearer eyJhbGciOiJIUzI1NiJ9xyz api_key=k9 at /root/x/app.py","sessionId":"b85b4926-1c2d-4e5f-8a9b-0c1d2e3f4a5b"}"#;
+        let r = redact_text(line, Some("/root"));
+        for leaked in ["abc123", "eyJhbGciOiJIUzI1NiJ9xyz", "=k9"] {
+            assert!(!r.contains(leaked), "{leaked} leaked: {r}");
+        }
+        assert!(r.contains("~/x/app.py"), "{r}");
+        assert!(
+            r.contains("b85b4926-1c2d-4e5f-8a9b-0c1d2e3f4a5b"),
+            "session ids are kept: {r}"
+        );
+        let hex = "a".repeat(20) + &"1".repeat(20);
+        assert_eq!(
+            redact_text(&format!("x {hex} y"), None),
+            format!("x {REDACTED} y")
+        );
+    }
+}

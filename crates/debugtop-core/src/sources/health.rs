@@ -19,7 +19,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1500);
 pub const MAX_BODY: usize = 1024 * 1024;
 
 /// What `/health` said.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Health {
     /// `status` (`"ok"` when healthy).
@@ -35,7 +35,7 @@ pub struct Health {
 }
 
 /// One entry of the newer `details` array.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct HttpSessionDetail {
     /// The HTTP session id.
@@ -50,7 +50,9 @@ pub struct HttpSessionDetail {
 }
 
 /// Why a health check failed, in words.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[ts(export)]
 pub enum HealthError {

@@ -22,7 +22,7 @@ pub const MAX_LINE: usize = 64 * 1024;
 pub const MAX_READ_PER_POLL: usize = 4 * 1024 * 1024;
 
 /// What happened, according to a log line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[ts(export)]
 pub enum LogEventKind {
@@ -140,7 +140,7 @@ pub enum LogEventKind {
 }
 
 /// One event read from a log, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct LogEvent {
     /// The line's timestamp (ISO string or epoch ms, both forms are logged).
@@ -382,7 +382,9 @@ fn bounded(s: &str) -> String {
 }
 
 /// Counters of one tail.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
 #[ts(export)]
 pub struct TailStats {
     /// Complete lines read.

@@ -26,9 +26,21 @@ language: string | null,
  */
 state: string | null, 
 /**
+ * The server's logs mention it (otherwise it is known only from processes).
+ */
+in_log: boolean, 
+/**
  * The log says it was closed or stopped.
  */
 ended: boolean, 
+/**
+ * When it ended, per the log.
+ */
+ended_at: string | null, 
+/**
+ * The log line that ended it.
+ */
+ended_by: Fact | null, 
 /**
  * Its live worker, if any.
  */

@@ -5,14 +5,22 @@
  */
 export type LogExcerpt = { 
 /**
+ * The finding it supports.
+ */
+finding_id: string | null, 
+/**
  * The file.
  */
 file: string, 
 /**
- * First line number.
+ * Number of the first line.
  */
 first_line: number, 
 /**
- * The lines.
+ * The cited line's number.
+ */
+cited_line: number, 
+/**
+ * The lines (each cut at 500 characters; redacted unless turned off).
  */
 lines: Array<string>, };

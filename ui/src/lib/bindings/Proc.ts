@@ -80,4 +80,8 @@ owner_pid: number | null,
  * The parent this process had when debugtop last saw it inside a server's tree,
  * if it has since been reparented.
  */
-remembered_ppid: number | null, };
+remembered_ppid: number | null, 
+/**
+ * For a process that just exited (a tomb, state `X`): when the exit was seen.
+ */
+exited_at: string | null, };

@@ -1,0 +1,416 @@
+//! The Markdown incident report: ready to paste into a GitHub issue. A one-line summary, the
+//! findings with their evidence, the tree as an indented forest with role / state / finding
+//! marks, a timeline table, log excerpts in fenced blocks, and the environment.
+//!
+//! Every string in it came from a process or a log: outside code blocks it is escaped so it
+//! renders as text (no links, no HTML, no table breaks); code blocks use a fence longer than
+//! any backtick run inside them.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::{Snapshot, TreeNode};
+use crate::reconcile::NodeKind;
+use crate::verdict::{Finding, Severity};
+
+/// Timeline rows shown (the newest).
+pub const TIMELINE_ROWS: usize = 40;
+
+/// Renders the report.
+pub fn render(s: &Snapshot) -> String {
+    let mut out = String::new();
+    let _ = write_report(s, &mut out);
+    out
+}
+
+fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
+    writeln!(
+        o,
+        "# debugtop incident report — {}, {}",
+        esc(&s.host),
+        s.taken_at.format("%Y-%m-%d %H:%M:%S UTC")
+    )?;
+    writeln!(o)?;
+    writeln!(o, "**Summary:** {}", summary(s))?;
+    writeln!(o)?;
+
+    writeln!(o, "## Findings")?;
+    writeln!(o)?;
+    if s.findings.is_empty() {
+        writeln!(o, "No findings: every process is accounted for.")?;
+        writeln!(o)?;
+    }
+    for f in &s.findings {
+        let icon = match f.severity {
+            Severity::Critical => "🔴 CRITICAL",
+            Severity::Warning => "🟠 WARNING",
+            Severity::Info => "🔵 INFO",
+        };
+        writeln!(o, "### {icon} `{}` — `{}`", f.kind.as_str(), f.id)?;
+        writeln!(o)?;
+        let mut meta = Vec::new();
+        if !f.pids.is_empty() {
+            meta.push(format!(
+                "pids {}",
+                f.pids
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if let Some(sid) = &f.session_id {
+            meta.push(format!("session `{}`", code_inline(sid)));
+        }
+        if let Some(p) = f.server_pid {
+            meta.push(format!("server {p}"));
+        }
+        meta.push(format!("since {}", f.since.format("%H:%M:%S")));
+        writeln!(o, "{}", meta.join(" · "))?;
+        writeln!(o)?;
+        for e in &f.evidence {
+            writeln!(o, "- {}", esc(e))?;
+        }
+        writeln!(o)?;
+        write!(o, "**Suggested:** {}", esc(&f.suggested_action))?;
+        if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
+            write!(o, " — `debugtop-cli kill {}`", f.id)?;
+        }
+        writeln!(o)?;
+        writeln!(o)?;
+    }
+
+    writeln!(o, "## Process tree")?;
+    writeln!(o)?;
+    let marks = finding_marks(&s.findings);
+    let mut lines = Vec::new();
+    for (i, n) in s.tree.iter().enumerate() {
+        forest(n, "", i + 1 == s.tree.len(), true, &marks, &mut lines);
+    }
+    if lines.is_empty() {
+        lines.push("(no debug server processes)".to_owned());
+    }
+    fenced(o, "text", &lines.join("\n"))?;
+
+    writeln!(o, "## Timeline")?;
+    writeln!(o)?;
+    if s.timeline.is_empty() {
+        writeln!(o, "No events recorded.")?;
+    } else {
+        let skip = s.timeline.len().saturating_sub(TIMELINE_ROWS);
+        if skip > 0 {
+            writeln!(
+                o,
+                "The newest {TIMELINE_ROWS} of {} events.",
+                s.timeline.len()
+            )?;
+            writeln!(o)?;
+        }
+        writeln!(o, "| time | event | what | source |")?;
+        writeln!(o, "|---|---|---|---|")?;
+        for e in s.timeline.iter().skip(skip) {
+            let kind = serde_json::to_value(e.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let src = e
+                .source
+                .as_ref()
+                .map(|x| esc(&x.to_string()))
+                .unwrap_or_default();
+            writeln!(
+                o,
+                "| {} | {} | {} | {} |",
+                e.at.format("%H:%M:%S%.3f"),
+                kind,
+                esc(&e.text),
+                src
+            )?;
+        }
+    }
+    writeln!(o)?;
+
+    if !s.log_excerpts.is_empty() {
+        writeln!(o, "## Log excerpts")?;
+        writeln!(o)?;
+        for x in &s.log_excerpts {
+            let name = std::path::Path::new(&x.file)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let last = x.first_line + x.lines.len().saturating_sub(1) as u64;
+            let why = x
+                .finding_id
+                .as_deref()
+                .map(|f| format!(" (for `{f}`)"))
+                .unwrap_or_default();
+            writeln!(
+                o,
+                "**{}:{}–{}**{why}, line {} cited:",
+                esc(&name),
+                x.first_line,
+                last,
+                x.cited_line
+            )?;
+            writeln!(o)?;
+            fenced(o, "json", &x.lines.join("\n"))?;
+        }
+    }
+
+    writeln!(o, "## Environment")?;
+    writeln!(o)?;
+    writeln!(o, "| what | value |")?;
+    writeln!(o, "|---|---|")?;
+    writeln!(o, "| debugtop | {} |", esc(&s.debugtop))?;
+    writeln!(o, "| host | {} |", esc(&s.host))?;
+    if let Some(env) = &s.environment {
+        for v in &env.servers {
+            let pkg = v.package.as_deref().unwrap_or("mcp-debugger");
+            let ver = v.version.as_deref().unwrap_or("unknown version");
+            writeln!(o, "| server {} | {} {} |", v.pid, esc(pkg), esc(ver))?;
+        }
+        writeln!(
+            o,
+            "| node | {} |",
+            esc(env.node.as_deref().unwrap_or("unknown"))
+        )?;
+        writeln!(
+            o,
+            "| kernel | {} |",
+            esc(env.kernel.as_deref().unwrap_or("unknown"))
+        )?;
+        writeln!(o, "| os | {} |", esc(&env.os))?;
+    }
+    for src in &s.sources {
+        let who = src
+            .server_pid
+            .map(|p| format!(" (server {p})"))
+            .unwrap_or_default();
+        writeln!(
+            o,
+            "| {}{who} | {:?}: {} |",
+            esc(&src.source),
+            src.state,
+            esc(&src.detail)
+        )?;
+    }
+    writeln!(
+        o,
+        "| redacted | {} |",
+        if s.redacted {
+            "yes"
+        } else {
+            "**no** — this report may contain secrets"
+        }
+    )?;
+    Ok(())
+}
+
+fn summary(s: &Snapshot) -> String {
+    let procs = s.processes.iter().filter(|p| p.state.is_alive()).count();
+    if s.findings.is_empty() {
+        return format!(
+            "all healthy — {} server(s), {} debug session(s), {procs} live process(es).",
+            s.servers.len(),
+            s.debug_sessions.len()
+        );
+    }
+    let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
+    for f in &s.findings {
+        *by_kind.entry(f.kind.as_str()).or_default() += 1;
+    }
+    let kinds: Vec<String> = by_kind
+        .iter()
+        .map(|(k, n)| {
+            if *n == 1 {
+                format!("`{k}`")
+            } else {
+                format!("{n}× `{k}`")
+            }
+        })
+        .collect();
+    let critical = s
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Critical)
+        .count();
+    format!(
+        "{} finding(s), {critical} critical: {} — on {} server(s), {} debug session(s), {procs} live process(es).",
+        s.findings.len(),
+        kinds.join(", "),
+        s.servers.len(),
+        s.debug_sessions.len()
+    )
+}
+
+fn finding_marks(findings: &[Finding]) -> BTreeMap<u32, Vec<&'static str>> {
+    let mut m: BTreeMap<u32, Vec<&'static str>> = BTreeMap::new();
+    for f in findings {
+        for p in &f.pids {
+            m.entry(*p).or_default().push(f.kind.as_str());
+        }
+    }
+    m
+}
+
+fn forest(
+    n: &TreeNode,
+    prefix: &str,
+    last: bool,
+    root: bool,
+    marks: &BTreeMap<u32, Vec<&'static str>>,
+    out: &mut Vec<String>,
+) {
+    let branch = if root {
+        ""
+    } else if last {
+        "└─ "
+    } else {
+        "├─ "
+    };
+    let what = match n.kind {
+        NodeKind::Server => "server".to_owned(),
+        NodeKind::GoneServer => "gone server".to_owned(),
+        NodeKind::RemoteServer => "remote server".to_owned(),
+        NodeKind::HttpSession => "http-session".to_owned(),
+        NodeKind::DebugSession => "debug-session".to_owned(),
+        NodeKind::Process => n
+            .role
+            .map(|r| r.as_str().to_owned())
+            .unwrap_or_else(|| "process".into()),
+    };
+    let pid = n.pid.map(|p| format!(" {p}")).unwrap_or_default();
+    let state = n
+        .state
+        .map(|s| format!(" [{}]", s.letter()))
+        .unwrap_or_default();
+    let status = n
+        .status
+        .as_deref()
+        .map(|s| format!(" ({})", one_line(s)))
+        .unwrap_or_default();
+    let mark = n
+        .pid
+        .and_then(|p| marks.get(&p))
+        .map(|k| format!(" ⚠ {}", k.join(", ")))
+        .unwrap_or_default();
+    let label: String = one_line(&n.label).chars().take(100).collect();
+    out.push(format!(
+        "{prefix}{branch}{what}{pid}{state}{status}{mark}  {label}"
+    ));
+    let child_prefix = if root {
+        prefix.to_owned()
+    } else {
+        format!("{prefix}{}", if last { "   " } else { "│  " })
+    };
+    for (i, c) in n.children.iter().enumerate() {
+        forest(
+            c,
+            &child_prefix,
+            i + 1 == n.children.len(),
+            false,
+            marks,
+            out,
+        );
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// Escapes untrusted text for Markdown outside code: it renders as the same characters.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in one_line(s).chars() {
+        match c {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for inside an inline code span (no backticks can end it early).
+fn code_inline(s: &str) -> String {
+    one_line(s).replace('`', "'")
+}
+
+/// A fenced block whose fence is longer than any backtick run in `body`.
+fn fenced(o: &mut String, lang: &str, body: &str) -> std::fmt::Result {
+    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    writeln!(o, "{fence}{lang}")?;
+    writeln!(o, "{body}")?;
+    writeln!(o, "{fence}")?;
+    writeln!(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::fixture::sample_snapshot;
+
+    #[test]
+    fn report_of_a_fixed_model() {
+        insta::assert_snapshot!(render(&sample_snapshot()));
+    }
+
+    #[test]
+    fn hostile_strings_render_as_text() {
+        let mut s = sample_snapshot();
+        s.tree[0].children[0].label =
+            "<img src=x onerror=alert(1)> ```` | [x](javascript:alert(1))".into();
+        s.findings[0]
+            .evidence
+            .push("<script>alert(1)</script> | *bold* [link](http://x)".into());
+        let md = render(&s);
+        let html = {
+            let mut h = String::new();
+            pulldown_cmark::html::push_html(
+                &mut h,
+                pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_TABLES),
+            );
+            h
+        };
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<a "), "{html}");
+        assert!(
+            html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+            "the text is still there, as text"
+        );
+    }
+
+    #[test]
+    fn renders_to_html_with_tables_and_code() {
+        let md = render(&sample_snapshot());
+        let mut h = String::new();
+        pulldown_cmark::html::push_html(
+            &mut h,
+            pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_TABLES),
+        );
+        assert!(
+            h.contains("<table>")
+                && h.contains("<pre><code class=\"language-text\">")
+                && h.contains("<h3>")
+        );
+        // `scripts/screenshot-report.sh` sets this to look at the rendered report.
+        if let Ok(path) = std::env::var("DEBUGTOP_REPORT_HTML") {
+            let page = format!(
+                "<!doctype html><meta charset=utf-8><style>body{{font:15px/1.5 -apple-system,'Segoe UI',sans-serif;max-width:980px;margin:24px auto;color:#1f2328}}\
+                 table{{border-collapse:collapse}}td,th{{border:1px solid #d0d7de;padding:4px 10px}}pre{{background:#f6f8fa;padding:12px;overflow:auto;font-size:12px}}\
+                 code{{font-family:ui-monospace,monospace}}h1{{border-bottom:1px solid #d0d7de}}</style>{h}"
+            );
+            std::fs::write(path, page).expect("write the report page");
+        }
+    }
+}

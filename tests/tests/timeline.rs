@@ -1,0 +1,184 @@
+//! The timeline from real processes (spawn, stop, continue, zombie, exit — the exit timed by
+//! pidfd) and from the real server's session lifecycle; tombs for processes that just left.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use debugtop_core::model::ProcState;
+use debugtop_core::sampler::{Config, Engine, Update};
+use debugtop_core::timeline::{TimelineEvent, TimelineKind};
+use debugtop_e2e::mcp::{Client, Server};
+use debugtop_e2e::procs::my_pid;
+use debugtop_e2e::{fixture, Spawned};
+use nix::sys::signal::Signal;
+
+fn events_for(u: &Update, pid: u32) -> Vec<TimelineEvent> {
+    u.snapshot
+        .timeline
+        .iter()
+        .filter(|e| e.pid == Some(pid))
+        .cloned()
+        .collect()
+}
+
+async fn tick_until(
+    e: &mut Engine,
+    secs: u64,
+    what: &str,
+    mut f: impl FnMut(&Update) -> bool,
+) -> Update {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let u = e.tick().await.unwrap();
+        if f(&u) {
+            return u;
+        }
+        assert!(
+            Instant::now() < end,
+            "{what}: timeline was {:#?}",
+            u.snapshot
+                .timeline
+                .iter()
+                .rev()
+                .take(20)
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_process_lifecycle_on_the_timeline() {
+    let mut e = Engine::new(Config {
+        tomb_ttl: Duration::from_secs(3),
+        ..Config::default()
+    })
+    .unwrap();
+    e.tick().await.unwrap();
+    let session = uuid::Uuid::new_v4().to_string();
+    let mut w = Spawned::spawn(
+        Command::new("node")
+            .arg(fixture("worker/dist/proxy/proxy-bootstrap.js"))
+            .arg(format!("--mcp-owner-pid={}", my_pid()))
+            .arg(format!("--mcp-session-id={session}")),
+    );
+    let pid = w.pid;
+    let has = |u: &Update, k: TimelineKind, text: &str| {
+        events_for(u, pid)
+            .iter()
+            .any(|e| e.kind == k && e.text.contains(text))
+    };
+    tick_until(&mut e, 10, "appeared", |u| {
+        has(u, TimelineKind::ProcessAppeared, "appeared")
+    })
+    .await;
+    w.signal(Signal::SIGSTOP);
+    w.wait_state('T', Duration::from_secs(5));
+    tick_until(&mut e, 10, "stopped", |u| {
+        has(u, TimelineKind::StateChanged, "→ T")
+    })
+    .await;
+    w.signal(Signal::SIGCONT);
+    tick_until(&mut e, 10, "continued", |u| {
+        has(u, TimelineKind::StateChanged, "T →")
+    })
+    .await;
+    // Exit without being reaped: a zombie, timed by the pidfd watcher.
+    let killed_at = chrono::Utc::now();
+    w.signal(Signal::SIGKILL);
+    w.wait_state('Z', Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let u = tick_until(&mut e, 10, "zombie", |u| {
+        has(u, TimelineKind::ProcessExited, "→ Z")
+    })
+    .await;
+    let exit = events_for(&u, pid)
+        .into_iter()
+        .find(|e| e.kind == TimelineKind::ProcessExited)
+        .unwrap();
+    let tick_time = u.snapshot.taken_at;
+    assert!(
+        exit.at < tick_time - chrono::Duration::milliseconds(150),
+        "the exit is timed when it happened ({}), not at the tick ({tick_time})",
+        exit.at
+    );
+    assert!(exit.at >= killed_at - chrono::Duration::milliseconds(50));
+    // Reaped: gone, kept as a tomb for a while, then dropped.
+    w.reap();
+    let u = tick_until(&mut e, 10, "tomb", |u| {
+        u.snapshot
+            .processes
+            .iter()
+            .any(|p| p.pid == pid && p.state == ProcState::Dead)
+    })
+    .await;
+    let tomb = u.snapshot.processes.iter().find(|p| p.pid == pid).unwrap();
+    assert!(tomb.exited_at.is_some());
+    assert!(
+        u.snapshot.tree.iter().any(|n| n
+            .walk()
+            .iter()
+            .any(|x| x.pid == Some(pid) && x.state == Some(ProcState::Dead))),
+        "the tomb is in the tree"
+    );
+    tick_until(&mut e, 10, "tomb expired", |u| {
+        !u.snapshot.processes.iter().any(|p| p.pid == pid)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_server_session_lifecycle_on_the_timeline() {
+    let server = Server::start(60_000);
+    let client = Client::connect(&server.url()).await;
+    let mut e = Engine::new(Config::default()).unwrap();
+    e.tick().await.unwrap();
+    let session = client.create_session("mock", "timeline").await;
+    client.start(&session, &fixture("mock/script.js")).await;
+    let of = |u: &Update, k: TimelineKind| {
+        u.snapshot
+            .timeline
+            .iter()
+            .filter(|e| e.session_id.as_deref() == Some(&session) && e.kind == k)
+            .count()
+    };
+    tick_until(
+        &mut e,
+        15,
+        "session and worker appeared, log lines merged",
+        |u| {
+            of(u, TimelineKind::SessionAppeared) == 1
+                && of(u, TimelineKind::ProcessAppeared) >= 2
+                && of(u, TimelineKind::Log) >= 3
+        },
+    )
+    .await;
+    client
+        .call(
+            "close_debug_session",
+            serde_json::json!({ "sessionId": session }),
+        )
+        .await;
+    let u = tick_until(&mut e, 15, "session ended and its processes exited", |u| {
+        of(u, TimelineKind::SessionEnded) == 1 && of(u, TimelineKind::ProcessExited) >= 1
+    })
+    .await;
+    let ended = u
+        .snapshot
+        .timeline
+        .iter()
+        .find(|e| e.session_id.as_deref() == Some(&session) && e.kind == TimelineKind::SessionEnded)
+        .unwrap();
+    assert!(
+        ended.source.is_some(),
+        "the end cites its log line: {ended:?}"
+    );
+    // Time order holds across sample events and log lines.
+    let times: Vec<_> = u.snapshot.timeline.iter().map(|e| e.at).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "timeline out of order"
+    );
+    client.close().await;
+}
