@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 APP := target/debug/debugtop
 
-.PHONY: run test deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -16,6 +16,11 @@ run: deps-run ui
 ## test: install what is missing, then lints and every test suite.
 test: deps-test ui lint test-rust check-bindings
 	@echo "make test: all suites passed"
+
+## demo: a real mcp-debugger with healthy sessions, a leaked adapter chain and an orphan; then the app.
+demo: deps-test ui
+	$(CARGO) build -p debugtop
+	scripts/demo.sh
 
 deps-run:
 	@scripts/deps.sh run

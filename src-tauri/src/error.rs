@@ -6,6 +6,22 @@ pub enum AppError {
     /// The engine failed.
     #[error(transparent)]
     Core(#[from] debugtop_core::Error),
+    /// A snapshot file could not be opened.
+    #[error(transparent)]
+    Import(#[from] debugtop_core::snapshot::ImportError),
+    /// Reading or writing a file failed.
+    #[error("cannot {what} {path}: {source}")]
+    File {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Nothing to act on.
+    #[error("{0}")]
+    NotFound(String),
     /// A background task died.
     #[error("a background task failed: {0}")]
     Task(String),

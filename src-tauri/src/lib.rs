@@ -1,17 +1,85 @@
-//! The desktop app: Tauri wiring over `debugtop-core`, nothing more. Collection, reconciliation
-//! and verdicts live in the core; drawing lives in `ui/`.
+//! The desktop app: Tauri wiring over `debugtop-core`, nothing more. The one sampler runs in the
+//! backend and pushes updates over a channel; collection, reconciliation, verdicts and kills
+//! live in the core; drawing lives in `ui/`.
 
 mod commands;
 mod error;
+mod settings;
+mod state;
+#[cfg(test)]
+mod tests;
 
-use tauri::{Builder, Runtime};
+use std::sync::Arc;
 
+use tauri::{Builder, Manager, Runtime};
+
+pub use commands::{load_offline, write_export, ExportFormat, KillRequest};
 pub use error::AppError;
+pub use settings::Settings;
+pub use state::{AppState, Notifier};
 
-/// Registers state and commands on a builder. Generic over the runtime so tests can pass
-/// `tauri::test::mock_builder()`.
+struct DesktopNotifier<R: Runtime>(tauri::AppHandle<R>);
+
+impl<R: Runtime> Notifier for DesktopNotifier<R> {
+    fn notify(&self, title: &str, body: &str) {
+        use tauri_plugin_notification::NotificationExt;
+        // No notification daemon (a bare Xvfb) is not an error worth more than a log line.
+        if let Err(e) = self
+            .0
+            .notification()
+            .builder()
+            .title(title)
+            .body(body)
+            .show()
+        {
+            eprintln!("debugtop: notification not shown: {e}");
+        }
+    }
+}
+
+/// Registers plugins, state and commands on a builder. Generic over the runtime so tests can
+/// pass `tauri::test::mock_builder()`.
 pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
-    builder.invoke_handler(tauri::generate_handler![commands::first_snapshot])
+    builder
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_notification::init())
+        .setup(|app| {
+            install(app.handle())?;
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::subscribe,
+            commands::current_snapshot,
+            commands::plan_kill,
+            commands::execute_kill,
+            commands::run_audit,
+            commands::export_snapshot,
+            commands::open_snapshot,
+            commands::close_snapshot,
+            commands::get_settings,
+            commands::set_settings,
+            commands::set_paused,
+            commands::start_demo,
+        ])
+}
+
+/// Creates the state (settings from the config dir), starts the one sampler, and manages it.
+/// Called by the setup hook (and by tests, where no event loop runs the hook).
+pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<Arc<AppState>, AppError> {
+    // DEBUGTOP_CONFIG_DIR overrides where settings live (tests, portable setups).
+    let dir = match std::env::var_os("DEBUGTOP_CONFIG_DIR") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => app
+            .path()
+            .app_config_dir()
+            .unwrap_or_else(|_| std::env::temp_dir().join("debugtop")),
+    };
+    let notifier: Arc<dyn Notifier> = Arc::new(DesktopNotifier(app.clone()));
+    let state = Arc::new(AppState::new(settings::path_in(dir), notifier));
+    let s = Arc::clone(&state);
+    tauri::async_runtime::block_on(async move { s.start_sampler() })?;
+    app.manage(Arc::clone(&state));
+    Ok(state)
 }
 
 /// Runs the app.

@@ -59,9 +59,11 @@ impl Default for Config {
 }
 
 /// One published result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, ts_rs::TS)]
+#[ts(export)]
 pub struct Update {
     /// Tick number, from 1.
+    #[ts(type = "number")]
     pub seq: u64,
     /// The reconciled snapshot.
     pub snapshot: Snapshot,

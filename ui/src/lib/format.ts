@@ -13,12 +13,24 @@ export function bytes(n: number): string {
   return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
-export function cpu(p: number | null): string {
-  return p === null ? '–' : `${p.toFixed(1)} %`;
+export function cpu(p: number | null | undefined): string {
+  return p == null ? '–' : `${p.toFixed(1)} %`;
 }
 
-export function shortId(id: string | null): string {
+export function shortId(id: string | null | undefined): string {
   return id ? id.slice(0, 8) : '–';
+}
+
+export function age(fromIso: string, now: number = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(fromIso)) / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+export function clock(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString();
 }
 
 const STATE_WORDS: Record<string, string> = {
@@ -28,7 +40,7 @@ const STATE_WORDS: Record<string, string> = {
   Z: 'zombie',
   T: 'stopped',
   t: 'traced',
-  X: 'dead',
+  X: 'exited',
   I: 'idle',
   P: 'parked',
   K: 'wakekill',
@@ -36,6 +48,25 @@ const STATE_WORDS: Record<string, string> = {
   '?': 'unknown',
 };
 
-export function stateWord(s: Proc['state']): string {
-  return STATE_WORDS[s] ?? 'unknown';
+export function stateWord(s: Proc['state'] | null | undefined): string {
+  return s ? (STATE_WORDS[s] ?? 'unknown') : '';
 }
+
+export const ROLE_ICON: Record<string, string> = {
+  server: '◆',
+  worker: '⚙',
+  adapter: '⇄',
+  launcher: '↗',
+  debuggee: '▶',
+  watchdog: '◉',
+  other: '·',
+};
+
+export const KIND_ICON: Record<string, string> = {
+  server: '◆',
+  'gone-server': '✝',
+  'remote-server': '☁',
+  'http-session': '⌁',
+  'debug-session': '⬡',
+  process: '·',
+};

@@ -1,0 +1,95 @@
+//! User settings, persisted as JSON in the user's config directory.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What the user can change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[serde(default)]
+#[ts(export)]
+pub struct Settings {
+    /// Sampler interval in milliseconds.
+    #[ts(type = "number")]
+    pub interval_ms: u64,
+    /// Verdict grace in seconds.
+    pub grace_secs: f64,
+    /// Servers given by URL (`/health` only).
+    pub extra_servers: Vec<String>,
+    /// Show a desktop notification when a new critical finding appears.
+    pub notify_critical: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            interval_ms: 1000,
+            grace_secs: 6.0,
+            extra_servers: Vec::new(),
+            notify_critical: true,
+        }
+    }
+}
+
+impl Settings {
+    /// Bounds every value to something sane.
+    pub fn clamped(mut self) -> Self {
+        self.interval_ms = self.interval_ms.clamp(100, 60_000);
+        if !self.grace_secs.is_finite() {
+            self.grace_secs = 6.0;
+        }
+        self.grace_secs = self.grace_secs.clamp(0.0, 3600.0);
+        self.extra_servers
+            .retain(|u| u.starts_with("http://") && u.len() < 512);
+        self.extra_servers.truncate(32);
+        self
+    }
+
+    /// Loads settings; a missing or unreadable file gives the defaults.
+    pub fn load(path: &Path) -> Self {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Settings>(&t).ok())
+            .unwrap_or_default()
+            .clamped()
+    }
+
+    /// Saves atomically.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        debugtop_core::snapshot::write_atomic(path, text.as_bytes())
+    }
+}
+
+/// Where settings live: `<config dir>/settings.json`.
+pub fn path_in(config_dir: PathBuf) -> PathBuf {
+    config_dir.join("settings.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_clamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = path_in(dir.path().to_path_buf());
+        assert_eq!(Settings::load(&p), Settings::default());
+        let s = Settings {
+            interval_ms: 5,
+            grace_secs: f64::NAN,
+            extra_servers: vec!["http://127.0.0.1:3001".into(), "javascript:alert(1)".into()],
+            notify_critical: false,
+        };
+        s.clone().clamped().save(&p).unwrap();
+        let back = Settings::load(&p);
+        assert_eq!(back.interval_ms, 100);
+        assert_eq!(back.grace_secs, 6.0);
+        assert_eq!(back.extra_servers, ["http://127.0.0.1:3001"]);
+        std::fs::write(&p, "{ not json").unwrap();
+        assert_eq!(Settings::load(&p), Settings::default());
+    }
+}

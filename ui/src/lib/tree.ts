@@ -1,0 +1,124 @@
+// Pure view logic: the reconciled tree → the rows to draw. No DOM, no IPC; unit-tested in node.
+import type { TreeNode } from './bindings/TreeNode';
+import type { Proc } from './bindings/Proc';
+import type { Finding } from './bindings/Finding';
+
+export interface Row {
+  id: string;
+  depth: number;
+  node: TreeNode;
+  hasChildren: boolean;
+  expanded: boolean;
+  /** Worst finding on this node's process, if any. */
+  finding: Finding | null;
+  /** CPU % and RSS of this node's process plus, when collapsed, of everything under it. */
+  cpu: number;
+  rss: number;
+  /** Number of processes under a collapsed node. */
+  hidden: number;
+}
+
+const SEVERITY_RANK: Record<string, number> = { info: 0, warning: 1, critical: 2 };
+
+export function findingsByPid(findings: Finding[]): Map<number, Finding> {
+  const m = new Map<number, Finding>();
+  for (const f of findings) {
+    for (const pid of f.pids) {
+      const prev = m.get(pid);
+      if (!prev || SEVERITY_RANK[f.severity] > SEVERITY_RANK[prev.severity]) m.set(pid, f);
+    }
+  }
+  return m;
+}
+
+export function procsByPid(procs: Proc[]): Map<number, Proc> {
+  return new Map(procs.map((p) => [p.pid, p]));
+}
+
+/** Text a filter matches against: pid, role, session, label, state. */
+export function haystack(n: TreeNode): string {
+  return [n.pid ?? '', n.role ?? '', n.session_id ?? '', n.label, n.kind, n.status ?? '', n.state ?? '']
+    .join(' ')
+    .toLowerCase();
+}
+
+function subtreeMatches(n: TreeNode, q: string): boolean {
+  if (haystack(n).includes(q)) return true;
+  return n.children.some((c) => subtreeMatches(c, q));
+}
+
+function totals(n: TreeNode, procs: Map<number, Proc>): { cpu: number; rss: number; count: number } {
+  let cpu = 0;
+  let rss = 0;
+  let count = 0;
+  const p = n.pid != null && n.kind === 'process' ? procs.get(n.pid) : undefined;
+  if (p) {
+    cpu += p.cpu_percent ?? 0;
+    rss += p.rss_bytes;
+  }
+  for (const c of n.children) {
+    const t = totals(c, procs);
+    cpu += t.cpu;
+    rss += t.rss;
+    count += t.count + (c.kind === 'process' ? 1 : 0);
+  }
+  return { cpu, rss, count };
+}
+
+/**
+ * Flattens the forest into rows. `collapsed` holds ids the user collapsed (everything is
+ * expanded by default, so new leaks are visible). A filter keeps matching nodes and their
+ * ancestors, and expands them.
+ */
+export function flatten(
+  forest: TreeNode[],
+  collapsed: Set<string>,
+  filter: string,
+  findings: Map<number, Finding>,
+  procs: Map<number, Proc>,
+): Row[] {
+  const q = filter.trim().toLowerCase();
+  const rows: Row[] = [];
+  const walk = (n: TreeNode, depth: number) => {
+    if (q && !subtreeMatches(n, q)) return;
+    const expanded = q ? true : !collapsed.has(n.id);
+    const p = n.pid != null ? procs.get(n.pid) : undefined;
+    let cpu = p && n.kind !== 'http-session' ? (p.cpu_percent ?? 0) : 0;
+    let rss = p && n.kind !== 'http-session' ? p.rss_bytes : 0;
+    let hidden = 0;
+    if (!expanded && n.children.length > 0) {
+      const t = totals(n, procs);
+      cpu = t.cpu;
+      rss = t.rss;
+      hidden = t.count;
+    }
+    rows.push({
+      id: n.id,
+      depth,
+      node: n,
+      hasChildren: n.children.length > 0,
+      expanded,
+      finding: n.pid != null ? (findings.get(n.pid) ?? null) : null,
+      cpu,
+      rss,
+      hidden,
+    });
+    if (expanded) for (const c of n.children) walk(c, depth + 1);
+  };
+  for (const n of forest) walk(n, 0);
+  return rows;
+}
+
+/** The slice of rows to render for a scroll position (virtualization). */
+export function visibleRange(count: number, rowHeight: number, scrollTop: number, height: number, overscan = 8) {
+  const start = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
+  const end = Math.min(count, Math.ceil((scrollTop + height) / rowHeight) + overscan);
+  return { start, end };
+}
+
+/** Bounded history of numbers (sparklines): keeps the newest `max`. */
+export function pushBounded(arr: number[], v: number, max = 60): number[] {
+  const out = arr.length >= max ? arr.slice(arr.length - max + 1) : arr.slice();
+  out.push(v);
+  return out;
+}
