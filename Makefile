@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 APP := target/debug/debugtop
 
-.PHONY: run test demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-ui demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -14,7 +14,7 @@ run: deps-run ui
 	else ./$(APP); fi
 
 ## test: install what is missing, then lints and every test suite.
-test: deps-test ui lint test-rust check-bindings
+test: deps-test ui lint test-rust test-ui check-bindings
 	@echo "make test: all suites passed"
 
 ## demo: a real mcp-debugger with healthy sessions, a leaked adapter chain and an orphan; then the app.
@@ -53,3 +53,9 @@ fmt:
 clean:
 	$(CARGO) clean
 	rm -rf ui/dist
+
+## test-ui: the frontend in headless Chromium (IPC mocked), then the real window under Xvfb.
+test-ui: ui
+	cd ui && timeout -s INT 300 npm test
+	$(CARGO) build -p debugtop
+	timeout -s INT 300 xvfb-run -a -s "-screen 0 1280x800x24" tests/.venv/bin/python -m pytest -q tests/ui

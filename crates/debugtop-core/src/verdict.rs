@@ -483,7 +483,8 @@ fn candidates(world: &World, spin_cpu: f32, now: DateTime<Utc>) -> Vec<Candidate
             }
         }
 
-        if p.state == ProcState::Zombie {
+        // A zombie whose parent is init is being reaped by it: transient, not a finding.
+        if p.state == ProcState::Zombie && p.ppid != 1 {
             let mut f = finding(
                 FindingKind::Zombie,
                 Severity::Warning,

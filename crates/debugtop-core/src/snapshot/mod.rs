@@ -462,6 +462,17 @@ mod tests {
     }
 
     #[test]
+    fn ui_fixture_is_current() {
+        // The UI's browser tests replay this snapshot; it must stay the Rust model's shape.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/tests/fixtures/sample-snapshot.json");
+        let now = sample_snapshot().to_json().unwrap();
+        if std::env::var_os("DEBUGTOP_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &now).unwrap();
+        }
+        assert!(std::fs::read_to_string(&path).unwrap_or_default() == now, "ui/tests/fixtures/sample-snapshot.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core fixture`");
+    }
+
+    #[test]
     fn import_errors_say_what_and_where() {
         let json = sample_snapshot().to_json().unwrap();
         let cut = &json[..json.len() / 2];

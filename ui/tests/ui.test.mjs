@@ -1,0 +1,214 @@
+// The frontend in headless Chromium with the IPC mocked: the tree from a stream of updates,
+// expand/collapse, filter, the kill flow, audit, export, opening a snapshot, the hostile-text
+// probe, and a 5,000-row update measured.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { clone, launch, open, push, sample, serve } from './harness.mjs';
+
+let browser;
+let srv;
+before(async () => {
+  srv = await serve();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  srv?.server.close();
+});
+
+const rowText = (page) => page.$$eval('[role=treeitem]', (rows) => rows.map((r) => r.textContent.replace(/\s+/g, ' ').trim()));
+
+test('the tree follows a stream of updates and marks new rows', async () => {
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, sample, 1);
+  await page.waitForSelector('[role=treeitem]');
+  const rows = await rowText(page);
+  assert.ok(rows.some((r) => r.includes('server') && r.includes('997')), rows.join('\n'));
+  assert.ok(rows.some((r) => r.includes('adapter') && r.includes('1019') && r.includes('leaked-adapter')));
+  assert.ok(rows.some((r) => r.includes('watchdog') && r.includes('1040')));
+  assert.equal(await page.locator('.row.tomb').count(), 1, 'the exited worker is a tomb row');
+  // A second update with one more process: its row is highlighted as new.
+  const next = clone(sample);
+  const extra = clone(next.tree[0].children[1].children[0].children[0]);
+  extra.id = 'proc:1102:1';
+  extra.pid = 1102;
+  extra.children = [];
+  next.tree[0].children[1].children[0].children.push(extra);
+  await push(page, next, 2);
+  await page.waitForSelector('[data-id="proc:1102:1"].fresh');
+  assert.match(await page.textContent('[data-testid=status]'), /tick 2/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('expand, collapse and keyboard navigation', async () => {
+  const { page } = await open(browser, srv.url);
+  await push(page, sample);
+  const session = page.locator('[data-id="debug:b8487178-f7b0-4c7a-8a9d-7390e6b8c356"]');
+  await session.locator('button.twisty').click();
+  await page.waitForSelector('[data-id="proc:1019:7133"]', { state: 'detached' });
+  assert.match(await session.textContent(), /\+4/, 'a collapsed node says how many processes it hides');
+  await session.locator('button.twisty').click();
+  await page.waitForSelector('[data-id="proc:1019:7133"]');
+  // Keyboard: select the first row, go down twice, collapse with ArrowLeft.
+  await page.click('[data-id="server:997"]');
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  assert.equal(await page.getAttribute('[aria-selected=true]', 'data-id'), 'debug:039dbe75-9135-4c77-9446-8308a6b6c1e9');
+  await page.keyboard.press('ArrowLeft');
+  await page.waitForSelector('[data-id="proc:1100:7700"]', { state: 'detached' });
+  await page.close();
+});
+
+test('filter keeps matches and their ancestors', async () => {
+  const { page } = await open(browser, srv.url);
+  await push(page, sample);
+  await page.fill('[data-testid=filter]', 'watchdog');
+  await page.waitForFunction(() => document.querySelectorAll('[role=treeitem]').length === 5);
+  const rows = await rowText(page);
+  assert.ok(rows[rows.length - 1].includes('watchdog'));
+  assert.ok(!rows.some((r) => r.includes('mock-adapter')), rows.join('\n'));
+  await page.close();
+});
+
+test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async () => {
+  const finding = sample.findings[0];
+  const { page } = await open(browser, srv.url, {
+    plan_kill: finding.plan,
+    execute_kill: {
+      progress: [
+        { step: 'signalled', pid: 1040, signal: 'SIGTERM' },
+        { step: 'signalled', pid: 1031, signal: 'SIGTERM' },
+        { step: 'signalled', pid: 1019, signal: 'SIGTERM' },
+      ],
+      report: {
+        outcomes: [
+          { pid: 1040, role: 'watchdog', outcome: { outcome: 'exited' } },
+          { pid: 1031, role: 'debuggee', outcome: { outcome: 'exited' } },
+          { pid: 1019, role: 'adapter', outcome: { outcome: 'killed' } },
+        ],
+      },
+    },
+  });
+  await push(page, sample);
+  await page.click('[data-id="proc:1019:7133"]');
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('k');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  const preview = await page.textContent('[data-testid=kill-dialog]');
+  assert.match(preview, /1040[\s\S]*1031[\s\S]*1019/, 'leaves first');
+  assert.match(preview, /wait up to 3000 ms/);
+  const plan = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'plan_kill').args);
+  assert.deepEqual(plan, { request: { type: 'pid', pid: 1019, tree: true } });
+  await page.click('[data-testid=kill-confirm]');
+  await page.waitForSelector('[data-testid=kill-outcomes]');
+  assert.match(await page.textContent('[data-testid=kill-progress]'), /SIGTERM → 1019/);
+  const outcomes = await page.textContent('[data-testid=kill-outcomes]');
+  assert.match(outcomes, /1019\s*adapter\s*killed/);
+  assert.match(outcomes, /1040\s*watchdog\s*exited/);
+  const executed = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'execute_kill').args.plan);
+  assert.deepEqual(executed, finding.plan, 'the plan shown is the plan executed');
+  await page.click('[data-testid=kill-close]');
+  await page.close();
+});
+
+test('audit: findings with evidence, then all healthy', async () => {
+  const { page } = await open(browser, srv.url, { run_audit: { taken_at: sample.taken_at, findings: sample.findings, servers: 1, processes: 7 } });
+  await push(page, sample);
+  await page.click('[data-testid=tab-audit]');
+  await page.click('[data-testid=audit-run]');
+  await page.waitForSelector('[data-testid=audit] li');
+  assert.match(await page.textContent('[data-testid=audit]'), /critical leaked-adapter[\s\S]*its parent is pid 1/);
+  await page.evaluate(() => (window.__ipc.responses.run_audit = { taken_at: '2026-11-30T16:06:00Z', findings: [], servers: 1, processes: 5 }));
+  await page.click('[data-testid=audit-run]');
+  await page.waitForSelector('[data-testid=audit-healthy]');
+  await page.close();
+});
+
+test('export and open a snapshot: the offline banner fills the UI', async () => {
+  const offline = clone(sample);
+  offline.host = 'other-box';
+  const { page } = await open(browser, srv.url, { export_snapshot: '/tmp/debugtop-x.json', open_snapshot: offline });
+  await push(page, sample);
+  await page.click('[data-testid=export-json]');
+  await page.waitForSelector('text=Saved /tmp/debugtop-x.json');
+  const call = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'export_snapshot').args);
+  assert.deepEqual(call, { format: 'json' });
+  await page.click('[data-testid=open]');
+  await page.waitForSelector('[data-testid=offline-banner]');
+  assert.match(await page.textContent('[data-testid=offline-banner]'), /Offline snapshot taken at .* on other-box/);
+  // Live updates no longer replace what is shown.
+  await push(page, sample, 9);
+  assert.match(await page.textContent('[data-testid=offline-banner]'), /other-box/);
+  await page.close();
+});
+
+test('an open that fails says why, in words', async () => {
+  const { page } = await open(browser, srv.url, {
+    open_snapshot: { error: 'this snapshot is debugtop.snapshot/2, written by a newer debugtop; this build reads debugtop.snapshot/1 — update debugtop to open it' },
+  });
+  await push(page, sample);
+  await page.click('[data-testid=open]');
+  await page.waitForSelector('text=Cannot open that snapshot: this snapshot is debugtop.snapshot/2');
+  await page.close();
+});
+
+test('hostile text from a process is shown literally and runs nothing', async () => {
+  const evil = clone(sample);
+  const payload = '<img src=x onerror=alert(1)>';
+  const adapter = evil.tree[0].children[2].children[1];
+  adapter.label = payload;
+  evil.processes.find((p) => p.pid === 1019).argv = [payload];
+  evil.findings[0].evidence.push('<script>alert(2)</script>');
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, evil);
+  await page.click('[data-id="proc:1019:7133"]');
+  await page.waitForSelector('[data-testid=detail] .argv');
+  assert.equal(await page.textContent('[data-testid=detail] .argv'), payload);
+  assert.ok((await page.textContent('[data-id="proc:1019:7133"]')).includes(payload));
+  assert.equal(await page.locator('img').count(), 0, 'no element was created from the text');
+  assert.equal(await page.locator('main script').count(), 0);
+  await page.waitForTimeout(200);
+  assert.equal(await page.evaluate(() => window.__ipc.alerts), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a 5,000-row update is measured (target ≤ 16 ms)', async () => {
+  const big = clone(sample);
+  const template = big.tree[0].children[1].children[0];
+  const session = big.tree[0].children[1];
+  session.children = [];
+  for (let i = 0; i < 5000; i++) {
+    const n = clone(template);
+    n.id = `proc:${100000 + i}:1`;
+    n.pid = 100000 + i;
+    n.children = [];
+    session.children.push(n);
+  }
+  const { page } = await open(browser, srv.url);
+  await push(page, sample, 1);
+  await page.waitForSelector('[role=treeitem]');
+  const times = [];
+  for (let k = 0; k < 5; k++) {
+    big.tree[0].children[1].children[0].label = `update ${k}`;
+    const ms = await page.evaluate(async ([snap, seq]) => {
+      const t0 = performance.now();
+      window.__push('subscribe:onUpdate', { seq, snapshot: snap, events: [] });
+      await new Promise((r) => requestAnimationFrame(() => r()));
+      return performance.now() - t0;
+    }, [big, 10 + k]);
+    times.push(ms);
+  }
+  const rows = await page.textContent('[data-testid=row-count]');
+  assert.match(rows, /500\d rows/);
+  assert.ok((await page.locator('[role=treeitem]').count()) < 120, 'only visible rows are in the DOM');
+  times.sort((a, b) => a - b);
+  const line = `5,000-row update → next frame: median ${times[2].toFixed(1)} ms (min ${times[0].toFixed(1)}, max ${times[4].toFixed(1)}; target ≤ 16 ms)`;
+  console.log(line);
+  fs.mkdirSync(new URL('../../target/', import.meta.url), { recursive: true });
+  fs.writeFileSync(new URL('../../target/ui-5000-rows.txt', import.meta.url), line + '\n');
+  await page.close();
+});
