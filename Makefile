@@ -3,7 +3,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 APP := target/debug/debugtop
 
-.PHONY: run test test-ui demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-ui bench bench-smoke demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -14,7 +14,7 @@ run: deps-run ui
 	else ./$(APP); fi
 
 ## test: install what is missing, then lints and every test suite.
-test: deps-test ui lint test-rust test-ui check-bindings
+test: deps-test ui lint test-rust test-ui bench-smoke check-bindings
 	@echo "make test: all suites passed"
 
 ## demo: a real mcp-debugger with healthy sessions, a leaked adapter chain and an orphan; then the app.
@@ -59,3 +59,12 @@ test-ui: ui
 	cd ui && timeout -s INT 300 npm test
 	$(CARGO) build -p debugtop
 	timeout -s INT 300 xvfb-run -a -s "-screen 0 1280x800x24" tests/.venv/bin/python -m pytest -q tests/ui
+
+## bench: the full benchmark (release build; a few minutes; see BENCHMARKS.md).
+bench: deps-test
+	$(CARGO) build --release -p debugtop-bench
+	./target/release/debugtop-bench
+
+## bench-smoke: a tiny pass that proves the benchmark still runs (part of make test).
+bench-smoke:
+	$(CARGO) run -q -p debugtop-bench -- --smoke

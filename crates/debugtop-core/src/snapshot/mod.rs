@@ -464,7 +464,8 @@ mod tests {
     #[test]
     fn ui_fixture_is_current() {
         // The UI's browser tests replay this snapshot; it must stay the Rust model's shape.
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/tests/fixtures/sample-snapshot.json");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../ui/tests/fixtures/sample-snapshot.json");
         let now = sample_snapshot().to_json().unwrap();
         if std::env::var_os("DEBUGTOP_WRITE_SCHEMA").is_some() {
             std::fs::write(&path, &now).unwrap();

@@ -1,0 +1,329 @@
+//! `debugtop-bench`: every figure of the performance brief in one run on this machine, each as
+//! a median with min/max, and the ratios against baselines measured in the same run (the floor:
+//! one read of `/proc/<pid>/stat` per process; `ps`). Timings are reported, never asserted.
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Parser;
+use debugtop_core::collect::linux::ProcfsCollector;
+use debugtop_core::kill::{self, PlanOptions};
+use debugtop_core::sampler::{Config, Engine};
+
+#[derive(Debug, Parser)]
+#[command(about = "debugtop's benchmark (see BENCHMARKS.md)")]
+struct Args {
+    /// Process counts to measure at.
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
+    n: Vec<usize>,
+    /// Repetitions per timing.
+    #[arg(long, default_value_t = 15)]
+    reps: usize,
+    /// Seconds of the 1 s-interval CPU measurement.
+    #[arg(long, default_value_t = 60)]
+    cpu_secs: u64,
+    /// Debug sessions the real server holds for the tick measurement.
+    #[arg(long, default_value_t = 20)]
+    sessions: usize,
+    /// A tiny, fast pass that proves the benchmark still works (used by `make test`).
+    #[arg(long)]
+    smoke: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len().max(1);
+    Stats {
+        median: v.get(n / 2).copied().unwrap_or(0.0),
+        min: v.first().copied().unwrap_or(0.0),
+        max: v.last().copied().unwrap_or(0.0),
+    }
+}
+
+fn line(what: &str, s: Stats, unit: &str) {
+    println!(
+        "{what:<58} {:>10.3} {unit} (min {:.3}, max {:.3})",
+        s.median, s.min, s.max
+    );
+}
+
+fn time_ms(reps: usize, mut f: impl FnMut()) -> Stats {
+    let mut v = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        f();
+        v.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    stats(v)
+}
+
+/// N cheap real processes, all reaped at the end, by pid.
+struct Crowd(Vec<Child>);
+
+impl Crowd {
+    fn spawn(n: usize) -> anyhow::Result<Self> {
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            v.push(
+                Command::new("sleep")
+                    .arg("3600")
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .context("spawn sleep")?,
+            );
+        }
+        Ok(Self(v))
+    }
+}
+
+impl Drop for Crowd {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The floor: list /proc and read every /proc/<pid>/stat once.
+fn floor_pass() -> usize {
+    let mut buf = Vec::with_capacity(1024);
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(s) = name.to_str() else { continue };
+            if !s.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            buf.clear();
+            if let Ok(mut f) = std::fs::File::open(format!("/proc/{s}/stat")) {
+                if f.read_to_end(&mut buf).is_ok() {
+                    n += 1;
+                }
+            }
+        }
+    }
+    n
+}
+
+fn cpu_ticks_self() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rfind(')').map(|i| &stat[i + 2..]).unwrap_or("");
+    let f: Vec<&str> = rest.split(' ').collect();
+    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut a = Args::parse();
+    if a.smoke {
+        a.n = vec![50];
+        a.reps = 3;
+        a.cpu_secs = 2;
+        a.sessions = 1;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    println!(
+        "debugtop-bench: {} cores, kernel {}",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim()
+    );
+    let base = floor_pass();
+    println!("processes on the machine before spawning: {base}\n");
+
+    for &n in &a.n {
+        let crowd = Crowd::spawn(n)?;
+        let total = floor_pass();
+        println!("== N = {n} spawned ({total} processes in /proc) ==");
+        let floor = time_ms(a.reps, || {
+            floor_pass();
+        });
+        line("floor: read /proc/<pid>/stat for every pid", floor, "ms");
+        let mut c = ProcfsCollector::new()?;
+        let t = Instant::now();
+        c.scan()?;
+        let first = t.elapsed().as_secs_f64() * 1000.0;
+        line(
+            "collector: first scan (cold identity cache)",
+            Stats {
+                median: first,
+                min: first,
+                max: first,
+            },
+            "ms",
+        );
+        let steady = time_ms(a.reps, || {
+            let _ = c.scan();
+        });
+        line("collector: steady scan (identity cache warm)", steady, "ms");
+        let ps = time_ms(a.reps.min(7), || {
+            let _ = Command::new("ps")
+                .args(["-eo", "pid,ppid,pgid,stat,args"])
+                .stdout(Stdio::null())
+                .status();
+        });
+        line("ps -eo pid,ppid,pgid,stat,args", ps, "ms");
+        println!(
+            "ratio steady/floor: {:.2}   ratio ps/steady: {:.1}",
+            steady.median / floor.median,
+            ps.median / steady.median
+        );
+
+        if n == *a.n.iter().max().unwrap_or(&n) {
+            // Collector CPU at a 1 s interval, from /proc/self/stat.
+            let t0 = cpu_ticks_self();
+            let start = Instant::now();
+            for i in 0..a.cpu_secs {
+                let _ = c.scan();
+                let next = Duration::from_secs(i + 1);
+                std::thread::sleep(next.saturating_sub(start.elapsed()));
+            }
+            let used = (cpu_ticks_self() - t0) as f64 / 100.0;
+            let pct = used / start.elapsed().as_secs_f64() * 100.0;
+            println!(
+                "collector CPU at 1 s over {} s with {total} processes: {pct:.2} % of a core",
+                a.cpu_secs
+            );
+        }
+        drop(crowd);
+        println!();
+    }
+
+    rt.block_on(async { server_tick(&a).await })?;
+    rt.block_on(async { exit_latency(&a).await })?;
+    kill_latency(&a)?;
+    Ok(())
+}
+
+/// A full sampler tick (collect + sources + reconcile + verdicts) with a real mcp-debugger
+/// holding `sessions` debug sessions.
+async fn server_tick(a: &Args) -> anyhow::Result<()> {
+    let server = debugtop_e2e::mcp::Server::start(0);
+    let mut client = debugtop_e2e::mcp::Abandoned::connect(server.port);
+    let script = debugtop_e2e::fixture("mock/script.js");
+    for i in 0..a.sessions {
+        let r = client.call(
+            "create_debug_session",
+            serde_json::json!({"language":"mock","name":format!("bench-{i}")}),
+        );
+        let id = r["sessionId"].as_str().unwrap_or_default().to_owned();
+        client.call("start_debugging", serde_json::json!({"sessionId": id, "scriptPath": script, "dapLaunchArgs": {"stopOnEntry": true}}));
+    }
+    let mut e = Engine::new(Config::default())?;
+    e.tick().await?;
+    let mut v = Vec::new();
+    let mut nodes = 0;
+    for _ in 0..a.reps {
+        let t = Instant::now();
+        let u = e.tick().await?;
+        v.push(t.elapsed().as_secs_f64() * 1000.0);
+        nodes = u.snapshot.processes.len();
+    }
+    line(
+        &format!(
+            "full sampler tick, real server with {} sessions ({nodes} procs)",
+            a.sessions
+        ),
+        stats(v),
+        "ms",
+    );
+    Ok(())
+}
+
+/// Process exit → event, for a watched pid (pidfd watcher).
+async fn exit_latency(a: &Args) -> anyhow::Result<()> {
+    let watcher = debugtop_core::collect::exits::ExitWatcher::start().context("pidfd watcher")?;
+    let mut v = Vec::new();
+    for _ in 0..a.reps.min(10) {
+        let mut child = Command::new("sleep").arg("600").spawn()?;
+        let pid = child.id();
+        let ticks = debugtop_e2e::start_ticks(pid).unwrap_or(0);
+        watcher.watch([(pid, ticks)]);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let t = Instant::now();
+        child.kill()?;
+        tokio::time::timeout(Duration::from_secs(2), watcher.exited())
+            .await
+            .context("exit not seen")?;
+        v.push(t.elapsed().as_secs_f64() * 1000.0);
+        let _ = watcher.take_exits();
+        let _ = child.wait();
+    }
+    line(
+        "exit detection: kill → watched exit seen (pidfd)",
+        stats(v),
+        "ms",
+    );
+    Ok(())
+}
+
+/// Kill latency: a cooperative process (exit → verified) and a wedged one (grace → verified).
+fn kill_latency(a: &Args) -> anyhow::Result<()> {
+    let grace = Duration::from_millis(500);
+    for (what, argv) in [
+        ("cooperative (sleep)", vec!["sleep", "600"]),
+        (
+            "wedged (ignores SIGTERM)",
+            vec!["perl", "-e", "$SIG{TERM}='IGNORE'; sleep 600"],
+        ),
+    ] {
+        let mut v = Vec::new();
+        for _ in 0..a.reps.min(7) {
+            let mut child = Command::new(argv[0])
+                .args(&argv[1..])
+                .env("MCP_DEBUGGER_MAIN_PID", std::process::id().to_string())
+                .spawn()?;
+            std::thread::sleep(Duration::from_millis(50));
+            let mut c = ProcfsCollector::new()?;
+            let table = c.scan()?;
+            let plan = kill::plan(
+                &table,
+                &[child.id()],
+                PlanOptions {
+                    tree: false,
+                    force: true,
+                    grace,
+                },
+            );
+            // Reap concurrently, as a parent would, so "exited" is observable.
+            let t = Instant::now();
+            let report = std::thread::scope(|s| {
+                let h = s.spawn(|| kill::execute(&plan, |_| {}));
+                let _ = child.wait();
+                h.join()
+            });
+            let ms = t.elapsed().as_secs_f64() * 1000.0;
+            let ok = report.as_ref().map(|r| r.all_gone()).unwrap_or(false);
+            anyhow::ensure!(ok, "kill did not verify: {report:?}");
+            v.push(ms);
+        }
+        line(
+            &format!(
+                "kill {what}: execute → verified gone (grace {} ms)",
+                grace.as_millis()
+            ),
+            stats(v),
+            "ms",
+        );
+    }
+    Ok(())
+}
