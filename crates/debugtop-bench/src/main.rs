@@ -152,6 +152,9 @@ fn main() -> anyhow::Result<()> {
 
     for &n in &a.n {
         let crowd = Crowd::spawn(n)?;
+        // Steady state means processes older than the collector's "young" window (2 s), whose
+        // argv is no longer re-read.
+        std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(500));
         let total = floor_pass();
         println!("== N = {n} spawned ({total} processes in /proc) ==");
         let floor = time_ms(a.reps, || {

@@ -7,6 +7,7 @@
 //! counted and skipped: that is normal on a live machine, never a failed scan.
 
 use std::io::Read;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,41 +87,55 @@ impl ProcfsCollector {
         self.gen += 1;
         let gen = self.gen;
         let mut stats = ScanStats::default();
-        let iter = procfs::process::all_processes_with_root(&self.root).map_err(|e| {
-            Error::ProcessTable {
-                path: self.root.clone(),
-                source: std::io::Error::other(e.to_string()),
-            }
+        let dir = std::fs::read_dir(&self.root).map_err(|source| Error::ProcessTable {
+            path: self.root.clone(),
+            source,
         })?;
         let now = Instant::now();
         // Age is measured in ticks against the uptime clock, not the wall clock: boot time is
         // only known to the second and drifts from wall time (0.75 s seen here).
         let young_ticks = YOUNG.as_secs().saturating_mul(self.ticks_per_sec);
         let now_ticks = uptime_ticks(&self.root, self.ticks_per_sec);
-        let mut samples = Vec::new();
-        for proc in iter {
-            let proc = match proc {
-                Ok(p) => p,
-                Err(e) => {
-                    count(&mut stats, &e);
-                    continue;
-                }
-            };
-            let stat = match proc.stat() {
-                Ok(s) => s,
-                Err(e) => {
-                    count(&mut stats, &e);
-                    continue;
-                }
-            };
-            let (Ok(pid), Ok(ppid), Ok(pgid), Ok(sid)) = (
-                u32::try_from(stat.pid),
-                u32::try_from(stat.ppid),
-                u32::try_from(stat.pgrp),
-                u32::try_from(stat.session),
-            ) else {
+        let mut samples = Vec::with_capacity(self.cache.len() + 64);
+        // The hot path: one open + read of /proc/<pid>/stat per process (the floor), into
+        // reused buffers, parsed without allocating. procfs is used for everything read once
+        // per identity (argv, environment, uid, cwd). Measured in BENCHMARKS.md.
+        let mut path = self.root.to_string_lossy().into_owned();
+        path.push('/');
+        let base_len = path.len();
+        let mut buf = Vec::with_capacity(1024);
+        for entry in dir {
+            let Ok(entry) = entry else {
+                stats.vanished += 1;
                 continue;
             };
+            let name = entry.file_name();
+            let Some(name) = name
+                .to_str()
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            path.truncate(base_len);
+            path.push_str(name);
+            path.push_str("/stat");
+            buf.clear();
+            match std::fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut buf)) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    stats.denied += 1;
+                    continue;
+                }
+                Err(_) => {
+                    stats.vanished += 1;
+                    continue;
+                }
+            }
+            let Some(stat) = parse_stat(&buf) else {
+                stats.vanished += 1;
+                continue;
+            };
+            let (pid, ppid, pgid, sid) = (stat.pid, stat.ppid, stat.pgrp, stat.session);
             let state = ProcState::from_letter(stat.state);
             let start_time = self.start_time(stat.starttime);
             // Unknown uptime: treat everything as young (correct, only slower).
@@ -129,6 +144,13 @@ impl ProcfsCollector {
                 Some(known) if !young => Arc::clone(known),
                 known => {
                     let known = known.cloned();
+                    let proc = match Process::new_with_root(self.root.join(name)) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            count(&mut stats, &e);
+                            continue;
+                        }
+                    };
                     match read_ident(&proc, state, known.as_deref(), &mut stats) {
                         Some(fresh) => {
                             if known.is_none() {
@@ -187,6 +209,72 @@ impl ProcfsCollector {
         std::thread::sleep(gap);
         self.scan()
     }
+}
+
+/// The fields of `/proc/<pid>/stat` the collector needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatFields {
+    /// Field 1.
+    pub pid: u32,
+    /// Field 3.
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 5.
+    pub pgrp: u32,
+    /// Field 6.
+    pub session: u32,
+    /// Field 14.
+    pub utime: u64,
+    /// Field 15.
+    pub stime: u64,
+    /// Field 22.
+    pub starttime: u64,
+    /// Field 24 (pages).
+    pub rss: u64,
+}
+
+/// Parses `/proc/<pid>/stat` without allocating. The command name (field 2) may hold spaces and
+/// parentheses, so fields are counted from the *last* `)` (proc(5)). `None` for anything that
+/// does not have the shape.
+pub fn parse_stat(raw: &[u8]) -> Option<StatFields> {
+    let open = raw.iter().position(|b| *b == b'(')?;
+    let close = raw.iter().rposition(|b| *b == b')')?;
+    let pid = std::str::from_utf8(raw.get(..open)?)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let rest = std::str::from_utf8(raw.get(close + 2..)?).ok()?;
+    let mut f = rest.split(' ');
+    let state = f.next()?.chars().next()?;
+    let mut nth = |skip: usize| -> Option<u64> {
+        for _ in 0..skip {
+            f.next()?;
+        }
+        let v = f.next()?;
+        // Signed kernel fields (ppid of pid 0…) never go negative for real processes.
+        v.trim_end().parse::<i64>().ok().map(|x| x.max(0) as u64)
+    };
+    // After the state: ppid(1) pgrp(2) session(3) … utime(11) stime(12) … starttime(19) … rss(21).
+    let ppid = nth(0)?;
+    let pgrp = nth(0)?;
+    let session = nth(0)?;
+    let utime = nth(7)?;
+    let stime = nth(0)?;
+    let starttime = nth(6)?;
+    let rss = nth(1)?;
+    Some(StatFields {
+        pid,
+        state,
+        ppid: u32::try_from(ppid).ok()?,
+        pgrp: u32::try_from(pgrp).ok()?,
+        session: u32::try_from(session).ok()?,
+        utime,
+        stime,
+        starttime,
+        rss,
+    })
 }
 
 /// Seconds since boot from `/proc/uptime`, in clock ticks.
@@ -293,5 +381,44 @@ fn absolute(proc: &Process, path: &str) -> PathBuf {
     match proc.cwd() {
         Ok(cwd) => cwd.join(p),
         Err(_) => p.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_of_a_real_process_parses() {
+        let raw = std::fs::read("/proc/self/stat").unwrap_or_default();
+        let s = parse_stat(&raw).expect("own stat");
+        assert_eq!(s.pid, std::process::id());
+        assert!(s.starttime > 0);
+    }
+
+    #[test]
+    fn hostile_comm_with_spaces_and_parens() {
+        let raw = b"4242 (evil) ) R 1 (x) 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22) S 100 4242 4242 34816 4242 4194560 100 0 0 0 7 3 0 0 20 0 1 0 5555 1000000 250 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+        let s = parse_stat(raw).expect("parsed from the last paren");
+        assert_eq!(
+            (s.pid, s.state, s.ppid, s.pgrp, s.session),
+            (4242, 'S', 100, 4242, 4242)
+        );
+        assert_eq!((s.utime, s.stime, s.starttime, s.rss), (7, 3, 5555, 250));
+    }
+
+    #[test]
+    fn malformed_stat_is_none() {
+        for raw in [
+            &b""[..],
+            b"12",
+            b"12 (x",
+            b"12 (x) ",
+            b"abc (x) S 1 2 3",
+            b"12 (x) S 1 2",
+            b"\xff (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22",
+        ] {
+            assert_eq!(parse_stat(raw), None, "{raw:?}");
+        }
     }
 }
