@@ -270,3 +270,33 @@ fn uptime_ticks() -> u64 {
     let secs: f64 = up.split(' ').next().unwrap().parse().unwrap();
     (secs * 100.0) as u64
 }
+
+#[test]
+fn incremental_scans_skip_old_unrelated_processes_but_a_late_exec_is_still_caught() {
+    use debugtop_core::collect::linux::FULL_EVERY;
+    // An unrelated process that, once old, execs into a worker (a shell running `exec node …`).
+    let session = uuid::Uuid::new_v4().to_string();
+    let script = format!(
+        "sleep 3; exec node {} --mcp-owner-pid={} --mcp-session-id={session}",
+        fixture("worker/dist/proxy/proxy-bootstrap.js"),
+        my_pid()
+    );
+    let sh = Spawned::spawn(Command::new("sh").args(["-c", &script]));
+    let mut c = collector();
+    let t = c.scan().unwrap();
+    assert!(t.get(sh.pid).is_none(), "a plain shell is not related");
+    // Scan until it is found: at the latest by the periodic full scan, which sees the changed
+    // command name even though the identity (pid, start time) did not change.
+    let mut found_at = None;
+    for i in 0..(FULL_EVERY * 3) {
+        let t = c.scan().unwrap();
+        if t.get(sh.pid).is_some_and(|p| p.role == Role::Worker) {
+            found_at = Some(i);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(found_at.is_some(), "the exec into a worker was never seen");
+    let p = c.scan().unwrap().get(sh.pid).cloned().unwrap();
+    assert_eq!(p.session_id.as_deref(), Some(session.as_str()));
+}

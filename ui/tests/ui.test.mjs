@@ -191,22 +191,38 @@ test('a 5,000-row update is measured (target ≤ 16 ms)', async () => {
   const { page } = await open(browser, srv.url);
   await push(page, sample, 1);
   await page.waitForSelector('[role=treeitem]');
-  const times = [];
-  for (let k = 0; k < 5; k++) {
+  const dom = [];
+  const frame = [];
+  for (let k = 0; k < 7; k++) {
     big.tree[0].children[1].children[0].label = `update ${k}`;
-    const ms = await page.evaluate(async ([snap, seq]) => {
+    const [d, f] = await page.evaluate(async ([snap, seq, text]) => {
+      const tree = document.querySelector('[data-testid=tree]');
+      const changed = new Promise((resolve) => {
+        const mo = new MutationObserver(() => {
+          if (tree.textContent.includes(text)) {
+            mo.disconnect();
+            resolve(performance.now());
+          }
+        });
+        mo.observe(tree, { subtree: true, childList: true, characterData: true });
+      });
       const t0 = performance.now();
       window.__push('subscribe:onUpdate', { seq, snapshot: snap, events: [] });
+      const t1 = await changed;
       await new Promise((r) => requestAnimationFrame(() => r()));
-      return performance.now() - t0;
-    }, [big, 10 + k]);
-    times.push(ms);
+      return [t1 - t0, performance.now() - t0];
+    }, [big, 10 + k, `update ${k}`]);
+    dom.push(d);
+    frame.push(f);
   }
   const rows = await page.textContent('[data-testid=row-count]');
   assert.match(rows, /500\d rows/);
   assert.ok((await page.locator('[role=treeitem]').count()) < 120, 'only visible rows are in the DOM');
-  times.sort((a, b) => a - b);
-  const line = `5,000-row update → next frame: median ${times[2].toFixed(1)} ms (min ${times[0].toFixed(1)}, max ${times[4].toFixed(1)}; target ≤ 16 ms)`;
+  const med = (v) => {
+    const x = [...v].sort((a, b) => a - b);
+    return `median ${x[3].toFixed(1)} ms (min ${x[0].toFixed(1)}, max ${x[6].toFixed(1)})`;
+  };
+  const line = `5,000-row update: push → DOM updated ${med(dom)}; push → next frame ${med(frame)} (target ≤ 16 ms)`;
   console.log(line);
   fs.mkdirSync(new URL('../../target/', import.meta.url), { recursive: true });
   fs.writeFileSync(new URL('../../target/ui-5000-rows.txt', import.meta.url), line + '\n');

@@ -70,15 +70,26 @@ fn time_ms(reps: usize, mut f: impl FnMut()) -> Stats {
 struct Crowd(Vec<Child>);
 
 impl Crowd {
+    /// All in one new process group (led by the first), so that even if the benchmark is
+    /// killed before its clean-up runs, `kill -- -<pgid>` ends exactly these.
     fn spawn(n: usize) -> anyhow::Result<Self> {
-        let mut v = Vec::with_capacity(n);
+        use std::os::unix::process::CommandExt;
+        let mut v: Vec<Child> = Vec::with_capacity(n);
         for _ in 0..n {
+            let group = v.first().map_or(0, |c| i32::try_from(c.id()).unwrap_or(0));
             v.push(
                 Command::new("sleep")
                     .arg("3600")
                     .stdin(Stdio::null())
+                    .process_group(group)
                     .spawn()
                     .context("spawn sleep")?,
+            );
+        }
+        if let Some(first) = v.first() {
+            println!(
+                "(spawned {n} sleeps in process group {0}; if interrupted: kill -- -{0})",
+                first.id()
             );
         }
         Ok(Self(v))

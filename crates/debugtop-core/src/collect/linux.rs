@@ -22,6 +22,9 @@ use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanSta
 use crate::error::{Error, Result};
 use crate::model::{EnvMarkers, ProcState};
 
+/// Every this many scans, a scan reads every process (not only the watched and new ones).
+pub const FULL_EVERY: u64 = 60;
+
 /// Reads more than this from `/proc/<pid>/cmdline` or `environ` are cut (see [`parse_cmdline`]).
 const READ_CAP: u64 = 256 * 1024;
 
@@ -76,21 +79,40 @@ impl ProcfsCollector {
 
     /// One pass over the process table, resolved: the server-related processes with their roles.
     pub fn scan(&mut self) -> Result<ProcessTable> {
-        let harvest = self.harvest()?;
+        // Incremental: known processes unrelated to any server are only listed, not read; every
+        // FULL_EVERY-th scan reads everything (a safety net for an old process exec'ing into a
+        // server). Measured in BENCHMARKS.md.
+        let full = self.gen % FULL_EVERY == 0;
+        let harvest = self.harvest_inner(full)?;
         Ok(finish(harvest, &mut self.cache))
     }
 
     /// One pass over the process table, raw: every process with its cached identity, no roles.
     /// (A harvest without [`finish`] does not update what the cache remembers about roles.)
     pub fn harvest(&mut self) -> Result<Harvest> {
+        self.harvest_inner(true)
+    }
+
+    fn harvest_inner(&mut self, full: bool) -> Result<Harvest> {
         let started = Instant::now();
         self.gen += 1;
         let gen = self.gen;
         let mut stats = ScanStats::default();
-        let dir = std::fs::read_dir(&self.root).map_err(|source| Error::ProcessTable {
+        // rustix's Dir yields names without allocating (std's read_dir allocates per entry).
+        let io = |e: rustix::io::Errno| Error::ProcessTable {
             path: self.root.clone(),
-            source,
-        })?;
+            source: e.into(),
+        };
+        let dir_fd = rustix::fs::openat(
+            rustix::fs::CWD,
+            &self.root,
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(io)?;
+        let mut dir = rustix::fs::Dir::read_from(&dir_fd).map_err(io)?;
         let now = Instant::now();
         // Age is measured in ticks against the uptime clock, not the wall clock: boot time is
         // only known to the second and drifts from wall time (0.75 s seen here).
@@ -104,18 +126,26 @@ impl ProcfsCollector {
         path.push('/');
         let base_len = path.len();
         let mut buf = Vec::with_capacity(1024);
-        for entry in dir {
+        while let Some(entry) = dir.next() {
             let Ok(entry) = entry else {
                 stats.vanished += 1;
                 continue;
             };
-            let name = entry.file_name();
-            let Some(name) = name
-                .to_str()
-                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-            else {
+            let raw = entry.file_name().to_bytes();
+            if raw.is_empty() || !raw.iter().all(u8::is_ascii_digit) {
+                continue;
+            }
+            let Ok(name) = std::str::from_utf8(raw) else {
                 continue;
             };
+            if !full {
+                if let Ok(pid) = name.parse::<u32>() {
+                    if self.cache.skip_unwatched(pid, gen, now) {
+                        stats.processes += 1;
+                        continue;
+                    }
+                }
+            }
             path.truncate(base_len);
             path.push_str(name);
             path.push_str("/stat");
@@ -140,8 +170,12 @@ impl ProcfsCollector {
             let start_time = self.start_time(stat.starttime);
             // Unknown uptime: treat everything as young (correct, only slower).
             let young = now_ticks.is_none_or(|n| n.saturating_sub(stat.starttime) < young_ticks);
+            // An exec changes the command name: re-read what an identity says about itself.
+            let exec_seen = self
+                .cache
+                .comm_changed(pid, stat.starttime, comm_hash(&buf));
             let ident = match self.cache.get(pid, stat.starttime) {
-                Some(known) if !young => Arc::clone(known),
+                Some(known) if !young && !exec_seen => Arc::clone(known),
                 known => {
                     let known = known.cloned();
                     let proc = match Process::new_with_root(self.root.join(name)) {
@@ -181,6 +215,11 @@ impl ProcfsCollector {
                 now,
                 gen,
             );
+            if let Some(age) = now_ticks.map(|n| n.saturating_sub(stat.starttime)) {
+                let age = Duration::from_millis(age.saturating_mul(1000) / self.ticks_per_sec);
+                self.cache
+                    .set_born(pid, now.checked_sub(age).unwrap_or(now));
+            }
             stats.processes += 1;
             samples.push(Sample {
                 pid,
@@ -275,6 +314,23 @@ pub fn parse_stat(raw: &[u8]) -> Option<StatFields> {
         starttime,
         rss,
     })
+}
+
+/// FNV-1a of the command name in a stat line (between the first `(` and the last `)`).
+fn comm_hash(raw: &[u8]) -> u64 {
+    let (Some(a), Some(b)) = (
+        raw.iter().position(|c| *c == b'('),
+        raw.iter().rposition(|c| *c == b')'),
+    ) else {
+        return 1;
+    };
+    raw.get(a + 1..b)
+        .unwrap_or(&[])
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, c| {
+            (h ^ u64::from(*c)).wrapping_mul(0x100_0000_01b3)
+        })
+        | 1
 }
 
 /// Seconds since boot from `/proc/uptime`, in clock ticks.

@@ -135,6 +135,20 @@ struct CacheEntry {
     cpu_at: Instant,
     memory: Memory,
     seen_gen: u64,
+    /// When this identity was first read (its youth, for skipping decisions).
+    first_seen: Instant,
+    /// Hash of the command name (`/proc/<pid>/stat` field 2) when argv was read: a change means
+    /// the process exec'd.
+    comm_hash: u64,
+}
+
+impl CacheEntry {
+    /// Related to a debug server: by its own signature or markers, or as resolved by relate.
+    fn watched(&self) -> bool {
+        self.memory.role.is_some()
+            || self.ident.signature != Signature::None
+            || !self.ident.markers.is_empty()
+    }
 }
 
 impl IdentityCache {
@@ -201,10 +215,51 @@ impl IdentityCache {
                         cpu_at: now,
                         memory: Memory::default(),
                         seen_gen: gen,
+                        first_seen: now,
+                        comm_hash: 0,
                     },
                 );
                 None
             }
+        }
+    }
+
+    /// In an incremental scan: if `pid` is a known, unwatched identity older than [`YOUNG`],
+    /// marks it seen in `gen` without reading it and returns true. Unwatched processes cannot
+    /// become part of a server's tree except by exec (caught while young, or by the periodic
+    /// full scan) — reparenting only ever goes to init or a subreaper.
+    fn skip_unwatched(&mut self, pid: u32, gen: u64, now: Instant) -> bool {
+        match self.entries.get_mut(&pid) {
+            Some(e) if !e.watched() && now.duration_since(e.first_seen) >= YOUNG => {
+                e.seen_gen = gen;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Records when the process was born (from its start ticks), so youth is the process's age,
+    /// not the time debugtop first saw it.
+    fn set_born(&mut self, pid: u32, born: Instant) {
+        if let Some(e) = self.entries.get_mut(&pid) {
+            e.first_seen = born;
+        }
+    }
+
+    /// Whether the command name changed since argv was read (the process exec'd); records the
+    /// new one.
+    fn comm_changed(&mut self, pid: u32, start_ticks: u64, comm_hash: u64) -> bool {
+        match self
+            .entries
+            .get_mut(&pid)
+            .filter(|e| e.start_ticks == start_ticks)
+        {
+            Some(e) if e.comm_hash != comm_hash => {
+                let changed = e.comm_hash != 0;
+                e.comm_hash = comm_hash;
+                changed
+            }
+            _ => false,
         }
     }
 
