@@ -126,7 +126,7 @@ impl ProcfsCollector {
         path.push('/');
         let base_len = path.len();
         let mut buf = Vec::with_capacity(1024);
-        while let Some(entry) = dir.next() {
+        for entry in dir.by_ref() {
             let Ok(entry) = entry else {
                 stats.vanished += 1;
                 continue;
