@@ -145,6 +145,17 @@ test('export and open a snapshot: the offline banner fills the UI', async () => 
   await page.close();
 });
 
+test('settings: grace and notifications are saved through the backend', async () => {
+  const { page } = await open(browser, srv.url, { set_settings: { interval_ms: 1000, grace_secs: 15, extra_servers: [], notify_critical: false } });
+  await push(page, sample);
+  await page.selectOption('[data-testid=grace]', '15');
+  await page.waitForFunction(() => window.__ipc.calls.some((c) => c.cmd === 'set_settings'));
+  const call = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'set_settings').args.settings);
+  assert.equal(call.grace_secs, 15);
+  assert.equal(call.interval_ms, 1000, 'the other settings are kept');
+  await page.close();
+});
+
 test('an open that fails says why, in words', async () => {
   const { page } = await open(browser, srv.url, {
     open_snapshot: { error: 'this snapshot is debugtop.snapshot/2, written by a newer debugtop; this build reads debugtop.snapshot/1 — update debugtop to open it' },
