@@ -131,3 +131,61 @@ fn an_opened_snapshot_replaces_live_data_until_closed() {
     assert!(e.contains("newer debugtop"), "{e}");
     state.stop_sampler();
 }
+
+/// A notifier that records instead of showing.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<String>>);
+
+impl crate::Notifier for Recorder {
+    fn notify(&self, title: &str, body: &str) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(format!("{title}: {body}"));
+        }
+    }
+}
+
+#[test]
+fn a_new_critical_finding_raises_a_desktop_notification() {
+    let dir = tempfile::tempdir().expect("dir");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"interval_ms":100,"grace_secs":0.0,"notify_critical":true}"#,
+    )
+    .expect("settings");
+    let rec = Arc::new(Recorder::default());
+    let state = Arc::new(AppState::new(settings, rec.clone()));
+    let s = Arc::clone(&state);
+    tauri::async_runtime::block_on(async move { s.start_sampler() }).expect("sampler");
+    // A real process shaped like a worker whose owner is gone: an orphaned worker (critical).
+    let mut dead = std::process::Command::new("true").spawn().expect("true");
+    let gone = dead.id();
+    dead.wait().expect("reap");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/worker/dist/proxy/proxy-bootstrap.js");
+    let mut worker = std::process::Command::new("node")
+        .arg(script)
+        .arg(format!("--mcp-owner-pid={gone}"))
+        .arg("--mcp-session-id=notify-test-session")
+        .spawn()
+        .expect("worker");
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+        if seen
+            .iter()
+            .any(|n| n.contains("orphaned-worker") && n.contains(&worker.id().to_string()))
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = worker.kill();
+    let _ = worker.wait();
+    state.stop_sampler();
+    assert!(
+        seen.iter()
+            .any(|n| n.starts_with("debugtop: orphaned-worker")),
+        "{seen:?}"
+    );
+}
