@@ -156,6 +156,27 @@ test('settings: grace and notifications are saved through the backend', async ()
   await page.close();
 });
 
+test('empty state: connect to a URL or start the demo', async () => {
+  const empty = clone(sample);
+  empty.tree = [];
+  empty.processes = [];
+  empty.servers = [];
+  empty.findings = [];
+  const { page } = await open(browser, srv.url, {
+    start_demo: 'demo starting: a real mcp-debugger with two healthy sessions will appear in a few seconds',
+    set_settings: { interval_ms: 1000, grace_secs: 6, extra_servers: ['http://127.0.0.1:3001'], notify_critical: true },
+  });
+  await push(page, empty);
+  await page.waitForSelector('[data-testid=empty]');
+  await page.click('text=Connect');
+  await page.waitForSelector('text=Asking http://127.0.0.1:3001/health on every tick.');
+  const call = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'set_settings').args.settings);
+  assert.deepEqual(call.extra_servers, ['http://127.0.0.1:3001']);
+  await page.click('text=Start a demo');
+  await page.waitForSelector('text=demo starting');
+  await page.close();
+});
+
 test('an open that fails says why, in words', async () => {
   const { page } = await open(browser, srv.url, {
     open_snapshot: { error: 'this snapshot is debugtop.snapshot/2, written by a newer debugtop; this build reads debugtop.snapshot/1 — update debugtop to open it' },
