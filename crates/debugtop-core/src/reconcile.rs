@@ -20,6 +20,9 @@ use crate::sources::discovery::ServerEndpoints;
 use crate::sources::health::{Health, HealthError};
 use crate::sources::logs::{LogEvent, LogEventKind, LogTail};
 
+/// How often a session's run dirs are listed again for new proxy logs.
+const PROXY_RELIST: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long an ended session with no process left stays listed.
 const ENDED_KEEP: ChronoDuration = ChronoDuration::seconds(60);
 
@@ -234,6 +237,8 @@ struct ServerState {
     debug: BTreeMap<String, DebugRec>,
     health: Option<(String, Result<Health, HealthError>)>,
     log_errors: Vec<String>,
+    /// When each session's run dirs were last listed for proxy logs.
+    proxy_listed: BTreeMap<String, std::time::Instant>,
 }
 
 /// The result of one reconciliation.
@@ -276,14 +281,38 @@ impl Reconciler {
     ) {
         let st = self.servers.entry(server.pid).or_default();
         let mut files = endpoints.server_logs();
-        let known: BTreeSet<&String> = st.debug.keys().chain(live_sessions.iter()).collect();
-        for sid in known {
+        let known: BTreeSet<String> = st
+            .debug
+            .keys()
+            .chain(live_sessions.iter())
+            .cloned()
+            .collect();
+        let now = std::time::Instant::now();
+        for sid in &known {
             if st.debug.get(sid).is_some_and(|d| d.ended.is_some()) && !live_sessions.contains(sid)
             {
                 continue;
             }
-            files.extend(endpoints.proxy_logs(sid));
+            // Listing a session's run dirs is I/O on every tick; new run dirs are rare, so list
+            // at most every PROXY_RELIST and keep tailing the files already found meanwhile.
+            let due = st
+                .proxy_listed
+                .get(sid)
+                .is_none_or(|t| now.duration_since(*t) >= PROXY_RELIST);
+            if due {
+                st.proxy_listed.insert(sid.clone(), now);
+                files.extend(endpoints.proxy_logs(sid));
+            } else {
+                let name = format!("proxy-{sid}.log");
+                files.extend(
+                    st.tails
+                        .keys()
+                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == name))
+                        .cloned(),
+                );
+            }
         }
+        st.proxy_listed.retain(|sid, _| known.contains(sid));
         st.endpoints = Some(endpoints);
         st.log_errors.clear();
         for f in files {
