@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::collect::ProcessTable;
+use crate::collect::{read_stat, ProcessTable};
 use crate::model::{Proc, Role};
 use crate::snapshot::redact::redact_argv;
 
@@ -261,38 +261,23 @@ pub fn plan(table: &ProcessTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
 
 /// A target outside the monitored trees, read directly (only with `force`).
 fn forced_target(pid: u32) -> Option<KillTarget> {
-    let (ppid, pgid, sid, ticks) = stat_fields(pid)?;
-    let _ = ppid;
+    let st = read_stat(pid)?;
     let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|b| crate::collect::parse::parse_cmdline(&b))
         .unwrap_or_default();
     Some(KillTarget {
         pid,
-        start_ticks: ticks,
+        start_ticks: st.starttime,
         role: Role::Other,
-        pgid,
-        sid,
+        pgid: st.pgrp,
+        sid: st.session,
         argv: redact_argv(&argv),
         via: Via::Target,
     })
 }
 
-/// (ppid, pgid, sid, start ticks) from `/proc/<pid>/stat`.
-fn stat_fields(pid: u32) -> Option<(u32, u32, u32, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split(' ').collect();
-    Some((
-        f.get(1)?.parse().ok()?,
-        f.get(2)?.parse().ok()?,
-        f.get(3)?.parse().ok()?,
-        f.get(19)?.parse().ok()?,
-    ))
-}
-
 fn state_letter(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 2..].chars().next()
+    read_stat(pid).map(|s| s.state)
 }
 
 /// Every ancestor of `pid` up to init.
@@ -300,7 +285,7 @@ fn ancestors_of(pid: u32) -> BTreeSet<u32> {
     let mut out = BTreeSet::new();
     let mut cur = pid;
     for _ in 0..128 {
-        let Some((ppid, ..)) = stat_fields(cur) else {
+        let Some(ppid) = read_stat(cur).map(|s| s.ppid) else {
             break;
         };
         if ppid == 0 || !out.insert(ppid) {
@@ -473,8 +458,8 @@ pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillRepor
         };
         // The pidfd pins the process it was opened on; if that process is the one planned, the
         // pid still shows the planned start ticks now.
-        match stat_fields(t.pid) {
-            Some((.., ticks)) if ticks == t.start_ticks => {}
+        match read_stat(t.pid) {
+            Some(s) if s.starttime == t.start_ticks => {}
             Some(_) => {
                 done(
                     t.pid,
@@ -769,7 +754,7 @@ mod tests {
     fn refuses_init_self_ancestors_and_strangers() {
         let t = table(vec![]);
         let me = std::process::id();
-        let parent = stat_fields(me).map_or(1, |f| f.0);
+        let parent = read_stat(me).map_or(1, |f| f.ppid);
         let p = plan(&t, &[0, 1, me, parent, 4_000_123], PlanOptions::default());
         assert!(p.targets.is_empty());
         let whys: Vec<&str> = p.refused.iter().map(|r| r.why.as_str()).collect();

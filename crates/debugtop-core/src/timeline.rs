@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::model::{Proc, ProcState, Role};
+use crate::model::{Proc, ProcState};
 use crate::reconcile::{DebugSession, FactSource};
 use crate::sources::logs::{LogEvent, LogEventKind};
 use crate::verdict::Finding;
@@ -504,11 +504,6 @@ pub fn log_text(k: &LogEventKind) -> (String, Option<String>) {
             (format!("adapter {pid} spawned"), session_id.clone())
         }
     }
-}
-
-/// Role of a proc, for callers that only have a tomb.
-pub fn is_infrastructure(r: Role) -> bool {
-    !matches!(r, Role::Debuggee | Role::Other)
 }
 
 #[cfg(test)]

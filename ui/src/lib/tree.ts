@@ -115,10 +115,3 @@ export function visibleRange(count: number, rowHeight: number, scrollTop: number
   const end = Math.min(count, Math.ceil((scrollTop + height) / rowHeight) + overscan);
   return { start, end };
 }
-
-/** Bounded history of numbers (sparklines): keeps the newest `max`. */
-export function pushBounded(arr: number[], v: number, max = 60): number[] {
-  const out = arr.length >= max ? arr.slice(arr.length - max + 1) : arr.slice();
-  out.push(v);
-  return out;
-}

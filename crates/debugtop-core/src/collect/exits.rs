@@ -121,13 +121,7 @@ fn open_checked((pid, ticks): Identity) -> Option<OwnedFd> {
         PidfdFlags::empty(),
     )
     .ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let now: u64 = stat[stat.rfind(')')? + 2..]
-        .split(' ')
-        .nth(19)?
-        .parse()
-        .ok()?;
-    (now == ticks).then_some(fd)
+    (super::read_stat(pid)?.starttime == ticks).then_some(fd)
 }
 
 fn run(shared: &Shared) {

@@ -61,6 +61,12 @@ pub type Collector = linux::ProcfsCollector;
 #[cfg(not(target_os = "linux"))]
 pub type Collector = portable::SysinfoCollector;
 
+/// The stat fields of one process, read now from `/proc/<pid>/stat` (`None` if it is gone or
+/// there is no `/proc`). For one-off reads outside a scan (kill planning, identity checks).
+pub fn read_stat(pid: u32) -> Option<parse::StatFields> {
+    parse::parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
 /// How long after its start a process's argv is re-read: between `fork` and `exec` a child still
 /// shows its parent's command line.
 pub const YOUNG: Duration = Duration::from_secs(2);

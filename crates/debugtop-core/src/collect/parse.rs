@@ -130,6 +130,72 @@ pub fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
 }
 
+/// The fields of `/proc/<pid>/stat` the collector needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatFields {
+    /// Field 1.
+    pub pid: u32,
+    /// Field 3.
+    pub state: char,
+    /// Field 4.
+    pub ppid: u32,
+    /// Field 5.
+    pub pgrp: u32,
+    /// Field 6.
+    pub session: u32,
+    /// Field 14.
+    pub utime: u64,
+    /// Field 15.
+    pub stime: u64,
+    /// Field 22.
+    pub starttime: u64,
+    /// Field 24 (pages).
+    pub rss: u64,
+}
+
+/// Parses `/proc/<pid>/stat` without allocating. The command name (field 2) may hold spaces and
+/// parentheses, so fields are counted from the *last* `)` (proc(5)). `None` for anything that
+/// does not have the shape.
+pub fn parse_stat(raw: &[u8]) -> Option<StatFields> {
+    let open = raw.iter().position(|b| *b == b'(')?;
+    let close = raw.iter().rposition(|b| *b == b')')?;
+    let pid = std::str::from_utf8(raw.get(..open)?)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let rest = std::str::from_utf8(raw.get(close + 2..)?).ok()?;
+    let mut f = rest.split(' ');
+    let state = f.next()?.chars().next()?;
+    let mut nth = |skip: usize| -> Option<u64> {
+        for _ in 0..skip {
+            f.next()?;
+        }
+        let v = f.next()?;
+        // Signed kernel fields (ppid of pid 0…) never go negative for real processes.
+        v.trim_end().parse::<i64>().ok().map(|x| x.max(0) as u64)
+    };
+    // After the state: ppid(1) pgrp(2) session(3) … utime(11) stime(12) … starttime(19) … rss(21).
+    let ppid = nth(0)?;
+    let pgrp = nth(0)?;
+    let session = nth(0)?;
+    let utime = nth(7)?;
+    let stime = nth(0)?;
+    let starttime = nth(6)?;
+    let rss = nth(1)?;
+    Some(StatFields {
+        pid,
+        state,
+        ppid: u32::try_from(ppid).ok()?,
+        pgrp: u32::try_from(pgrp).ok()?,
+        session: u32::try_from(session).ok()?,
+        utime,
+        stime,
+        starttime,
+        rss,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +325,40 @@ NODE_INSPECTOR_INFO={\"ipcAddress\":\"/tmp/s\",\"pid\":\"777\"}\0";
             let _ = parse_cmdline(&raw);
             let _ = parse_env_markers(&raw);
             let _ = session_from_run_dir(&String::from_utf8_lossy(&raw));
+        }
+    }
+
+    #[test]
+    fn stat_of_a_real_process_parses() {
+        let raw = std::fs::read("/proc/self/stat").unwrap_or_default();
+        let s = parse_stat(&raw).expect("own stat");
+        assert_eq!(s.pid, std::process::id());
+        assert!(s.starttime > 0);
+    }
+
+    #[test]
+    fn hostile_comm_with_spaces_and_parens() {
+        let raw = b"4242 (evil) ) R 1 (x) 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22) S 100 4242 4242 34816 4242 4194560 100 0 0 0 7 3 0 0 20 0 1 0 5555 1000000 250 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+        let s = parse_stat(raw).expect("parsed from the last paren");
+        assert_eq!(
+            (s.pid, s.state, s.ppid, s.pgrp, s.session),
+            (4242, 'S', 100, 4242, 4242)
+        );
+        assert_eq!((s.utime, s.stime, s.starttime, s.rss), (7, 3, 5555, 250));
+    }
+
+    #[test]
+    fn malformed_stat_is_none() {
+        for raw in [
+            &b""[..],
+            b"12",
+            b"12 (x",
+            b"12 (x) ",
+            b"abc (x) S 1 2 3",
+            b"12 (x) S 1 2",
+            b"\xff (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22",
+        ] {
+            assert_eq!(parse_stat(raw), None, "{raw:?}");
         }
     }
 }
