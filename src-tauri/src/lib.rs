@@ -63,17 +63,29 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         ])
 }
 
-/// Creates the state (settings from the config dir), starts the one sampler, and manages it.
-/// Called by the setup hook (and by tests, where no event loop runs the hook).
-pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<Arc<AppState>, AppError> {
-    // DEBUGTOP_CONFIG_DIR overrides where settings live (tests, portable setups).
-    let dir = match std::env::var_os("DEBUGTOP_CONFIG_DIR") {
+/// Where settings live: `DEBUGTOP_CONFIG_DIR` when set (portable setups), else the platform's
+/// config directory. Read once, by the binary's setup hook; tests pass their own directory.
+fn config_dir<R: Runtime>(app: &tauri::AppHandle<R>) -> std::path::PathBuf {
+    match std::env::var_os("DEBUGTOP_CONFIG_DIR") {
         Some(d) => std::path::PathBuf::from(d),
         None => app
             .path()
             .app_config_dir()
             .unwrap_or_else(|_| std::env::temp_dir().join("debugtop")),
-    };
+    }
+}
+
+/// Creates the state (settings from the config dir), starts the one sampler, and manages it.
+/// Called by the setup hook.
+pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<Arc<AppState>, AppError> {
+    install_in(app, config_dir(app))
+}
+
+/// [`install`] with an explicit config directory (tests, where no event loop runs the hook).
+pub fn install_in<R: Runtime>(
+    app: &tauri::AppHandle<R>,
+    dir: std::path::PathBuf,
+) -> Result<Arc<AppState>, AppError> {
     let notifier: Arc<dyn Notifier> = Arc::new(DesktopNotifier(app.clone()));
     let state = Arc::new(AppState::new(settings::path_in(dir), notifier));
     let s = Arc::clone(&state);

@@ -1,6 +1,6 @@
 //! The commands through Tauri's IPC, without a window (`tauri::test`).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tauri::ipc::{CallbackFn, InvokeBody};
@@ -10,28 +10,24 @@ use tauri::{Manager, WebviewWindow};
 
 use crate::AppState;
 
-fn config_dir() -> &'static tempfile::TempDir {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = tempfile::tempdir().expect("tempdir");
-        std::env::set_var("DEBUGTOP_CONFIG_DIR", d.path());
-        d
-    })
+/// A mock app with its own config directory (passed explicitly: tests run in parallel threads
+/// and never share process-wide environment).
+struct TestApp {
+    app: tauri::App<tauri::test::MockRuntime>,
+    w: WebviewWindow<tauri::test::MockRuntime>,
+    config: tempfile::TempDir,
 }
 
-fn app() -> (
-    tauri::App<tauri::test::MockRuntime>,
-    WebviewWindow<tauri::test::MockRuntime>,
-) {
-    config_dir();
+fn app() -> TestApp {
+    let config = tempfile::tempdir().expect("tempdir");
     let app = crate::setup(mock_builder())
         .build(mock_context(noop_assets()))
         .expect("app");
-    crate::install(app.handle()).expect("state");
+    crate::install_in(app.handle(), config.path().to_path_buf()).expect("state");
     let w = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
         .build()
         .expect("window");
-    (app, w)
+    TestApp { app, w, config }
 }
 
 fn call(
@@ -56,21 +52,20 @@ fn call(
 
 #[test]
 fn settings_round_trip_through_ipc_and_disk() {
-    let (app, w) = app();
+    let TestApp { app, w, config } = app();
     let s = call(&w, "get_settings", json!({})).expect("get");
     assert_eq!(s["interval_ms"], 1000);
     let saved = call(&w, "set_settings", json!({ "settings": { "interval_ms": 250, "grace_secs": 3.0, "extra_servers": ["http://127.0.0.1:3999", "file:///etc"], "notify_critical": false } })).expect("set");
     assert_eq!(saved["interval_ms"], 250);
     assert_eq!(saved["extra_servers"], json!(["http://127.0.0.1:3999"]));
-    let on_disk =
-        std::fs::read_to_string(config_dir().path().join("settings.json")).expect("saved");
+    let on_disk = std::fs::read_to_string(config.path().join("settings.json")).expect("saved");
     assert!(on_disk.contains("250"));
     app.state::<Arc<AppState>>().stop_sampler();
 }
 
 #[test]
 fn the_sampler_feeds_current_snapshot_and_kill_plans_refuse_init() {
-    let (app, w) = app();
+    let TestApp { app, w, .. } = app();
     let mut snap = Value::Null;
     for _ in 0..100 {
         snap = call(&w, "current_snapshot", json!({})).expect("current");
@@ -103,7 +98,7 @@ fn the_sampler_feeds_current_snapshot_and_kill_plans_refuse_init() {
 
 #[test]
 fn an_opened_snapshot_replaces_live_data_until_closed() {
-    let (app, w) = app();
+    let TestApp { app, w, .. } = app();
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("s.json");
     let mut fixed = debugtop_core::snapshot::fixture::sample_snapshot();
@@ -158,34 +153,37 @@ fn a_new_critical_finding_raises_a_desktop_notification() {
     let s = Arc::clone(&state);
     tauri::async_runtime::block_on(async move { s.start_sampler() }).expect("sampler");
     // A real process shaped like a worker whose owner is gone: an orphaned worker (critical).
-    let mut dead = std::process::Command::new("true").spawn().expect("true");
-    let gone = dead.id();
-    dead.wait().expect("reap");
+    // The owner pid is held as our zombie so that nothing else can take it meanwhile.
+    let gone = debugtop_e2e::HeldZombie::new();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/worker/dist/proxy/proxy-bootstrap.js");
-    let mut worker = std::process::Command::new("node")
-        .arg(script)
-        .arg(format!("--mcp-owner-pid={gone}"))
-        .arg("--mcp-session-id=notify-test-session")
-        .spawn()
-        .expect("worker");
-    let mut seen = Vec::new();
-    for _ in 0..100 {
-        seen = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
-        if seen
-            .iter()
-            .any(|n| n.contains("orphaned-worker") && n.contains(&worker.id().to_string()))
-        {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = worker.kill();
-    let _ = worker.wait();
+    let worker = debugtop_e2e::Spawned::spawn(
+        std::process::Command::new("node")
+            .arg(script)
+            .arg(format!("--mcp-owner-pid={}", gone.pid))
+            .arg("--mcp-session-id=notify-test-session"),
+    );
+    let (wpid, gpid) = (worker.pid, gone.pid);
+    let ours = move |n: &String| {
+        n.starts_with("debugtop: orphaned-worker:")
+            && n.contains(&format!("worker {wpid} of session notify-t"))
+            && n.contains(&format!("--mcp-owner-pid={gpid}"))
+    };
+    let seen = debugtop_e2e::wait_for(std::time::Duration::from_secs(10), || {
+        let v = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.iter().any(ours).then_some(v)
+    });
     state.stop_sampler();
-    assert!(
-        seen.iter()
-            .any(|n| n.starts_with("debugtop: orphaned-worker")),
-        "{seen:?}"
+    drop(worker);
+    let seen = seen.unwrap_or_else(|| {
+        panic!(
+            "no notification for our worker; got {:?}",
+            rec.0.lock().map(|v| v.clone())
+        )
+    });
+    assert_eq!(
+        seen.iter().filter(|n| ours(n)).count(),
+        1,
+        "one notification per new critical finding: {seen:?}"
     );
 }

@@ -6,7 +6,9 @@
 pub mod mcp;
 pub mod procs;
 
-pub use procs::{fixture, start_ticks, wait_for, Owned, Spawned, TreeGuard};
+pub use procs::{
+    fixture, respawn_at, start_ticks, wait_for, HeldZombie, Owned, Spawned, TreeGuard,
+};
 
 /// The tree as indented text (for failure messages and eyeballing).
 pub fn render(nodes: &[debugtop_core::reconcile::TreeNode]) -> String {

@@ -187,10 +187,11 @@ pub fn descendants(root: u32) -> Vec<(u32, u64)> {
 }
 
 /// Kills, on drop, every process recorded under it plus every descendant of its roots that is
-/// alive at drop time — all by identity. For the trees a test spawns.
+/// alive at drop time — all by identity: a root is followed only while it is still the process
+/// that was recorded (pid + start ticks). For the trees a test spawns.
 #[derive(Debug, Default)]
 pub struct TreeGuard {
-    roots: Vec<u32>,
+    roots: Vec<(u32, u64)>,
     extra: Vec<(u32, u64)>,
 }
 
@@ -198,7 +199,7 @@ impl TreeGuard {
     /// Guards the descendants of `root` (the root itself is a [`Spawned`] and reaps itself).
     pub fn new(root: u32) -> Self {
         Self {
-            roots: vec![root],
+            roots: start_ticks(root).map(|t| (root, t)).into_iter().collect(),
             extra: Vec::new(),
         }
     }
@@ -214,14 +215,95 @@ impl TreeGuard {
 impl Drop for TreeGuard {
     fn drop(&mut self) {
         let mut all = self.extra.clone();
-        for r in &self.roots {
-            all.extend(descendants(*r));
+        for &(r, t) in &self.roots {
+            if start_ticks(r) == Some(t) {
+                all.extend(descendants(r));
+            }
         }
         for (pid, t) in all {
             signal_if_same(pid, t, Signal::SIGCONT);
             signal_if_same(pid, t, Signal::SIGKILL);
         }
     }
+}
+
+/// A child of ours that has exited and is held unreaped: while this lives, its pid stays a
+/// zombie and cannot be handed to another process, so it is a "gone" pid whose reuse cannot
+/// happen mid-test (a reaped pid can). Reaped on drop.
+#[derive(Debug)]
+pub struct HeldZombie {
+    child: Child,
+    /// The zombie's pid.
+    pub pid: u32,
+}
+
+impl HeldZombie {
+    /// Spawns `true` and waits until it is a zombie.
+    pub fn new() -> Self {
+        let child = Command::new("true")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id();
+        wait_for(Duration::from_secs(10), || {
+            (state_of(pid) == Some('Z')).then_some(())
+        })
+        .unwrap_or_else(|| panic!("pid {pid} never became a zombie"));
+        Self { child, pid }
+    }
+}
+
+impl Default for HeldZombie {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for HeldZombie {
+    fn drop(&mut self) {
+        let _ = self.child.wait();
+    }
+}
+
+/// Makes the kernel hand out `pid` again, to a process started by `cmd` (through
+/// `/proc/sys/kernel/ns_last_pid`, which needs root), as a *new identity*: identity is pid +
+/// start ticks, so it first waits until the clock has moved past `old_ticks` (a pid reused
+/// within the same 10 ms tick is the same identity by definition). The precondition is
+/// checked, not assumed: where it cannot hold this panics with what to do — under `make test`
+/// (root) a test that cannot make its shape must fail, never pass silently.
+pub fn respawn_at(
+    pid: u32,
+    old_ticks: u64,
+    test: &str,
+    mut cmd: impl FnMut() -> Command,
+) -> Spawned {
+    wait_for(Duration::from_secs(5), || {
+        (uptime_ticks()? > old_ticks + 2).then_some(())
+    })
+    .expect("the clock moves");
+    let last = "/proc/sys/kernel/ns_last_pid";
+    for _ in 0..200 {
+        if let Err(e) = std::fs::write(last, (pid - 1).to_string()) {
+            panic!(
+                "{test} needs to write {last} to make the kernel reuse pid {pid} ({e}): run it as \
+                 root (as `make test` does on CI), or skip it explicitly with \
+                 `cargo test -- --skip {test}`"
+            );
+        }
+        let s = Spawned::spawn(&mut cmd());
+        if s.pid == pid {
+            assert_ne!(start_ticks(pid), Some(old_ticks), "{test}: a new identity");
+            return s;
+        }
+    }
+    panic!("{test}: could not get pid {pid} back in 200 tries (another process kept taking it)");
+}
+
+/// Clock ticks since boot (`/proc/uptime`, at 100 ticks a second as `stat` counts them).
+fn uptime_ticks() -> Option<u64> {
+    let up = std::fs::read_to_string("/proc/uptime").ok()?;
+    let secs: f64 = up.split(' ').next()?.parse().ok()?;
+    Some((secs * 100.0) as u64)
 }
 
 /// A fixture file's absolute path.

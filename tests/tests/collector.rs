@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use debugtop_core::collect::linux::ProcfsCollector;
 use debugtop_core::model::{ProcState, Role};
-use debugtop_e2e::procs::{my_pid, state_of};
-use debugtop_e2e::{fixture, start_ticks, wait_for, Owned, Spawned};
+use debugtop_e2e::procs::my_pid;
+use debugtop_e2e::{fixture, respawn_at, start_ticks, wait_for, Owned, Spawned};
 use nix::sys::signal::Signal;
 
 const T: Duration = Duration::from_secs(10);
@@ -172,17 +172,25 @@ fn churn_while_scanning_never_fails_a_scan() {
     let churn = Spawned::spawn(Command::new("sh").args(["-c", "while :; do /bin/true; done"]));
     let _g = debugtop_e2e::TreeGuard::new(churn.pid);
     let mut c = collector();
-    let mut total = 0u32;
-    for _ in 0..60 {
+    // The first scan reads everything (every process is a new identity): it proves nothing
+    // about churn, so only what later, incremental scans see is counted.
+    c.scan().expect("first scan");
+    let mut churned = 0u32;
+    let mut scans = 0u32;
+    let seen = wait_for(T, || {
         let t = c.scan().expect("scan under churn");
-        total += t.stats.new_identities;
-    }
-    assert!(total > 60, "churn produced new identities ({total})");
+        scans += 1;
+        churned += t.stats.new_identities;
+        (churned >= 50 && scans >= 20).then_some(())
+    });
+    assert!(
+        seen.is_some(),
+        "churn produced only {churned} new identities in {scans} incremental scans"
+    );
 }
 
 #[test]
 fn a_reused_pid_is_a_new_identity() {
-    // Force the kernel to hand out the same pid again via ns_last_pid (root only).
     let session = uuid::Uuid::new_v4().to_string();
     let mut w = fake_worker(&session);
     let target = w.pid;
@@ -194,38 +202,34 @@ fn a_reused_pid_is_a_new_identity() {
     .expect("worker");
     w.signal(Signal::SIGKILL);
     w.reap();
-    // Identity is (pid, start ticks); ticks are 10 ms. A pid reused within the same tick is
-    // indistinguishable by definition (and impossible without ns_last_pid), so step past it.
-    while start_ticks(my_pid()).is_some() && uptime_ticks() <= worker_ticks + 2 {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let mut reused = None;
-    for _ in 0..200 {
-        if std::fs::write("/proc/sys/kernel/ns_last_pid", (target - 1).to_string()).is_err() {
-            eprintln!(
-                "a_reused_pid_is_a_new_identity: cannot write ns_last_pid (not root?): skipped"
-            );
-            return;
-        }
-        let s = sleeper();
-        if s.pid == target {
-            reused = Some(s);
-            break;
-        }
-    }
-    let s = reused.expect("could not get the same pid back in 200 tries");
+    // Identity is (pid, start ticks); ticks are 10 ms: respawn_at steps past the worker's tick.
+    let s = respawn_at(
+        target,
+        worker_ticks,
+        "a_reused_pid_is_a_new_identity",
+        || {
+            let mut cmd = Command::new("sleep");
+            cmd.arg("300");
+            cmd
+        },
+    );
+    // Between exec and the new image's first instruction the kernel already shows the new
+    // command name but an empty cmdline (seen here right after spawn returned): wait until the
+    // collector reads the settled argv, as the sampler does for every young process.
+    let h = wait_for(T, || {
+        let h = c.harvest().ok()?;
+        (h.get(target)?.ident.argv == ["sleep", "300"]).then_some(h)
+    })
+    .unwrap_or_else(|| panic!("the new process at pid {target} never showed its own argv"));
+    let p = h.get(target).unwrap();
+    assert_eq!(p.start_ticks, start_ticks(s.pid).unwrap());
+    assert_ne!(p.start_ticks, worker_ticks, "a new identity");
     let t = c.scan().unwrap();
     assert!(
         t.get(target).is_none(),
-        "the new process must not inherit the worker role: {:?} (worker ticks {worker_ticks}, new {:?}, argv {:?})",
-        t.get(target),
-        start_ticks(target),
-        std::fs::read_to_string(format!("/proc/{target}/cmdline"))
+        "the new process must not inherit the worker role: {:?}",
+        t.get(target)
     );
-    let h = c.harvest().unwrap();
-    let p = h.get(target).unwrap();
-    assert_eq!(p.ident.argv, ["sleep", "300"]);
-    assert_eq!(p.start_ticks, start_ticks(s.pid).unwrap());
     assert!(c
         .cache()
         .memory(target, p.start_ticks)
@@ -237,12 +241,15 @@ fn cpu_percent_of_a_spinning_process_is_measured() {
     let spin = Spawned::spawn(Command::new("sh").args(["-c", "while :; do :; done"]));
     let mut c = collector();
     c.harvest().unwrap();
-    std::thread::sleep(Duration::from_millis(400));
-    let h = c.harvest().unwrap();
-    let p = h.get(spin.pid).unwrap();
-    assert_eq!(state_of(spin.pid).map(|s| s == 'R' || s == 'S'), Some(true));
-    let pct = p.cpu_percent.expect("second sample has CPU");
-    assert!(pct > 20.0, "spinning shell used {pct}% of a core");
+    // CPU % needs two samples of the same identity; wait for a measurement, not for a time.
+    let pct = wait_for(T, || {
+        let h = c.harvest().ok()?;
+        h.get(spin.pid)?.cpu_percent.filter(|p| *p > 20.0)
+    });
+    assert!(
+        pct.is_some(),
+        "a spinning shell was never measured above 20 % of a core"
+    );
 }
 
 #[test]
@@ -263,12 +270,6 @@ fn portable_collector_sees_the_same_links() {
     let p = t.get(w.pid).unwrap();
     assert_eq!(p.session_id.as_deref(), Some(session.as_str()));
     assert_eq!(p.ppid, my_pid());
-}
-
-fn uptime_ticks() -> u64 {
-    let up = std::fs::read_to_string("/proc/uptime").unwrap();
-    let secs: f64 = up.split(' ').next().unwrap().parse().unwrap();
-    (secs * 100.0) as u64
 }
 
 #[test]

@@ -198,25 +198,53 @@ async fn truncated_log_and_hostile_lines_lose_nothing_after_them() {
     }
     assert!(seen.iter().any(|e| matches!(&e.kind, LogEventKind::DebugSessionCreated { session_id, .. } if *session_id == s1)));
 
-    // Truncate the real log under the running server, then append hostile lines to it.
-    std::fs::File::create(&server.log_file).unwrap();
+    // Truncate the real log under the running server and, before the next tick, write past the
+    // old offset: first a line only a restarted tail can see (it sits before the old offset),
+    // then 200 KB of junk and hostile lines. The size alone says "it grew"; the inode is the
+    // same; only the content shows the file started over.
+    let logs_of = |u: &debugtop_core::sampler::Update| {
+        u.snapshot
+            .sources
+            .iter()
+            .find(|s| s.source == "logs" && s.server_pid == Some(server.pid()))
+            .cloned()
+            .unwrap()
+    };
+    let before = std::fs::metadata(&server.log_file).unwrap().len();
+    let marker = uuid::Uuid::new_v4().to_string();
     {
         let mut f = std::fs::OpenOptions::new()
-            .append(true)
+            .write(true)
+            .truncate(true)
             .open(&server.log_file)
             .unwrap();
+        writeln!(
+            f,
+            "{{\"level\":\"info\",\"message\":\"HTTP session initialized: {marker}\",\"timestamp\":\"{}\"}}",
+            chrono::Utc::now().to_rfc3339()
+        )
+        .unwrap();
         f.write_all(&vec![b'x'; 200 * 1024]).unwrap();
         f.write_all(b"\n\xff\xfe not utf8\n{\"message\":\"HTTP session initialized: <script>alert(1)</script>\"}\n[]\n{\"level\":").unwrap();
         f.write_all(b"\n").unwrap();
     }
+    assert!(
+        std::fs::metadata(&server.log_file).unwrap().len() > before,
+        "the rewritten log is longer than what was read: a size check alone cannot see it"
+    );
     let u = engine.tick().await.unwrap();
-    let logs = u
-        .snapshot
-        .sources
-        .iter()
-        .find(|s| s.source == "logs" && s.server_pid == Some(server.pid()))
-        .unwrap();
+    assert!(
+        u.events.iter().any(|e| matches!(&e.kind, LogEventKind::HttpSessionInitialized { http_session } if *http_session == marker)),
+        "the line written at the start of the truncated log was read: {:?}",
+        u.events
+    );
+    let logs = logs_of(&u);
     assert_eq!(logs.state, SourceState::Ok, "{}", logs.detail);
+    assert!(
+        logs.detail.contains(" 1 restarts"),
+        "the restart is counted: {}",
+        logs.detail
+    );
 
     // The server keeps logging; what it writes next is still read.
     let s2 = client.create_session("mock", "after").await;

@@ -1,6 +1,12 @@
 //! Roles from real processes carrying each role's markers: a worker, a js-debug chain
 //! (adapter, debuggee, watchdog), a debugpy chain (adapter, launcher, debuggee), adapters of the
 //! other languages, and a process that only carries `MCP_DEBUGGER_MAIN_PID`.
+//!
+//! Stand-ins, named: these are real processes, but the programs are the test's own
+//! (`tests/fixtures/worker`, `js-debug`, `py/debugpy`, and `perl` renamed with `exec -a`) so every
+//! shape is reproducible without a server. The same roles and markers on the real adapters —
+//! js-debug vendored in the npm package, debugpy from PyPI — are checked in
+//! `real_server.rs::real_adapters_carry_every_role_and_marker`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::process::Command;

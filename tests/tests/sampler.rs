@@ -8,7 +8,7 @@ use std::time::Duration;
 use debugtop_core::model::Role;
 use debugtop_core::reconcile::NodeKind;
 use debugtop_core::sampler::{self, Config, Engine};
-use debugtop_e2e::{fixture, render, Spawned, TreeGuard};
+use debugtop_e2e::{fixture, render, HeldZombie, Spawned, TreeGuard};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_consumer_never_slows_the_sampler() {
@@ -19,12 +19,21 @@ async fn a_slow_consumer_never_slows_the_sampler() {
     .unwrap();
     running.updates.changed().await.unwrap();
     let first = running.updates.borrow_and_update().clone().unwrap().seq;
-    // Read nothing for a while: the loop must not wait for us.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let latest = running.updates.borrow_and_update().clone().unwrap().seq;
+    // Consume nothing (no `changed()`, no `borrow_and_update()`): the loop must not wait for
+    // us. Peeking at the latest value does not mark it seen.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let mut latest = first;
+    while latest < first + 5 && std::time::Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        latest = running.updates.borrow().as_ref().map_or(first, |u| u.seq);
+    }
     assert!(
         latest >= first + 5,
-        "sampler advanced only from {first} to {latest} while unobserved"
+        "sampler advanced only from {first} to {latest} in 20 s while unobserved"
+    );
+    assert!(
+        running.updates.has_changed().unwrap_or(false),
+        "the updates were published without anyone consuming them"
     );
     assert!(running.errors.borrow().is_none());
     running.task.abort();
@@ -32,9 +41,9 @@ async fn a_slow_consumer_never_slows_the_sampler() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_of_a_gone_server_stay_under_a_node_for_it() {
-    // A pid that was a process and is gone now.
-    let mut dead = Spawned::spawn(&mut Command::new("true"));
-    dead.reap();
+    // A pid that was a process and is gone now: held as our zombie, so no other process can
+    // take it during the test (a reaped pid could be reused).
+    let dead = HeldZombie::new();
     let gone_pid = dead.pid;
     // A js-debug chain still carrying MCP_DEBUGGER_MAIN_PID of that server (failure shape 2/3).
     let adapter = Spawned::spawn(

@@ -139,9 +139,12 @@ test('export and open a snapshot: the offline banner fills the UI', async () => 
   await page.click('[data-testid=open]');
   await page.waitForSelector('[data-testid=offline-banner]');
   assert.match(await page.textContent('[data-testid=offline-banner]'), /Offline snapshot taken at .* on other-box/);
-  // Live updates no longer replace what is shown.
+  // Live updates no longer replace what is shown: wait until update 9 was processed (the status
+  // bar says the live view behind is at tick 9), then look.
   await push(page, sample, 9);
+  await page.waitForSelector('[data-testid=live-behind]:has-text("live tick 9")');
   assert.match(await page.textContent('[data-testid=offline-banner]'), /other-box/);
+  assert.ok((await rowText(page)).some((r) => r.includes('server')), 'the offline tree is still shown');
   await page.close();
 });
 
@@ -202,13 +205,14 @@ test('hostile text from a process is shown literally and runs nothing', async ()
   assert.ok((await page.textContent('[data-id="proc:1019:7133"]')).includes(payload));
   assert.equal(await page.locator('img').count(), 0, 'no element was created from the text');
   assert.equal(await page.locator('main script').count(), 0);
-  await page.waitForTimeout(200);
+  // Let every pending render and image load settle (two frames), then check nothing ran.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
   assert.equal(await page.evaluate(() => window.__ipc.alerts), 0);
   assert.deepEqual(errors, []);
   await page.close();
 });
 
-test('a 5,000-row update is measured (target ≤ 16 ms)', async () => {
+test('a 5,000-row update is measured (target ≤ 16 ms, asserted only against gross regressions)', async () => {
   const big = clone(sample);
   const template = big.tree[0].children[1].children[0];
   const session = big.tree[0].children[1];
@@ -256,6 +260,10 @@ test('a 5,000-row update is measured (target ≤ 16 ms)', async () => {
   };
   const line = `5,000-row update: push → DOM updated ${med(dom)}; push → next frame ${med(frame)} (target ≤ 16 ms)`;
   console.log(line);
+  // Timings are reported, not asserted tightly (BENCHMARKS.md has the figures); a 5,000-row
+  // update that takes longer than half a second to reach the DOM is a regression, not noise.
+  const domMedian = [...dom].sort((a, b) => a - b)[3];
+  assert.ok(domMedian < 500, `5,000-row update took ${domMedian.toFixed(1)} ms to reach the DOM`);
   fs.mkdirSync(new URL('../../target/', import.meta.url), { recursive: true });
   fs.writeFileSync(new URL('../../target/ui-5000-rows.txt', import.meta.url), line + '\n');
   await page.close();

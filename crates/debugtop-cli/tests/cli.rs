@@ -199,16 +199,19 @@ async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
     assert!(err.contains("no current finding has the id"), "{err}");
 }
 
+/// Refusals are tested on the plan (`--dry-run`), never by trusting a refusal to hold while
+/// real signals could be sent: if the refusal regressed, a root CI must not signal its init.
 #[test]
 fn kill_refuses_pid_1_and_strangers() {
-    let (code, out, _) = run(&["kill", "1", "--yes"]);
-    assert_eq!(code, Some(1));
+    let (code, out, _) = run(&["kill", "1", "--dry-run"]);
+    assert_eq!(code, Some(1), "{out}");
     assert!(
         out.contains("refuse 1: pid 0 and 1 are never signalled"),
         "{out}"
     );
+    assert!(out.contains("nothing to kill"), "{out}");
     let stranger = debugtop_e2e::Spawned::spawn(Command::new("sleep").arg("600"));
-    let (code, out, _) = run(&["kill", &stranger.pid.to_string(), "--yes"]);
+    let (code, out, _) = run(&["kill", &stranger.pid.to_string(), "--dry-run"]);
     assert_eq!(code, Some(1));
     assert!(out.contains("not part of any debug server's tree"), "{out}");
     assert_eq!(debugtop_e2e::procs::state_of(stranger.pid), Some('S'));
@@ -287,7 +290,16 @@ async fn exports_redact_the_real_debugpy_access_token() {
     assert!(raw.contains(&token), "--no-redact keeps the argv as it is");
     let snap: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(snap["redacted"], true);
-    // And the file reads back.
-    debugtop_core::snapshot::import(&serde_json::to_string(&snap).unwrap()).unwrap();
+    // And the file reads back as what was written: every field, not just "it parses".
+    let back = debugtop_core::snapshot::import(&json).unwrap();
+    assert_eq!(
+        serde_json::to_value(&back).unwrap(),
+        snap,
+        "the imported snapshot differs from the file"
+    );
+    assert!(back
+        .processes
+        .iter()
+        .any(|p| p.argv.iter().any(|a| a == "--adapter-access-token")));
     client.close().await;
 }

@@ -508,12 +508,16 @@ fn server_sources(pid: u32, st: &ServerState) -> Vec<SourceStatus> {
         .map(|t| t.stats.skipped + t.stats.oversized)
         .sum();
     let events: u64 = st.tails.values().map(|t| t.stats.events).sum();
+    let restarts: u32 = st.tails.values().map(|t| t.stats.restarts).sum();
     if st.log_errors.is_empty() {
         out.push(status(
             "logs",
             Some(pid),
             SourceState::Ok,
-            format!("{files} files tailed, {events} events, {skipped} lines skipped"),
+            format!(
+                "{files} files tailed, {events} events, {skipped} lines skipped, \
+                 {restarts} restarts (a file truncated or replaced)"
+            ),
         ));
     } else {
         out.push(status(

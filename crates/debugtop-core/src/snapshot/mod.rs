@@ -533,8 +533,7 @@ mod tests {
             "s3cr3t".into(),
             "/home/dev/app.py".into(),
         ];
-        std::env::set_var("HOME", "/home/dev");
-        redact::redact_snapshot(&mut s);
+        redact::redact_snapshot_with(&mut s, Some("/home/dev"));
         let j = serde_json::to_string(&s.processes[0]).unwrap();
         assert!(!j.contains("s3cr3t") && j.contains("~/app.py"), "{j}");
         assert!(s.redacted);

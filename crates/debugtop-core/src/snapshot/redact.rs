@@ -185,10 +185,15 @@ fn token_like(w: &str) -> bool {
     tokenish && digits && letters && !uuid
 }
 
-/// Redacts a whole snapshot in place: argv, process labels, marker paths, log excerpts.
+/// Redacts a whole snapshot in place (this user's home shown as `~`).
 pub fn redact_snapshot(s: &mut crate::snapshot::Snapshot) {
-    let home = home_dir();
-    let h = home.as_deref();
+    redact_snapshot_with(s, home_dir().as_deref());
+}
+
+/// Redacts a whole snapshot in place: argv, process labels, marker paths, log excerpts; `home`
+/// is shown as `~`.
+pub fn redact_snapshot_with(s: &mut crate::snapshot::Snapshot, home: Option<&str>) {
+    let h = home;
     let path = |p: &str| redact_text(p, h);
     for p in &mut s.processes {
         p.argv = redact_argv(&p.argv).into_iter().map(|a| path(&a)).collect();

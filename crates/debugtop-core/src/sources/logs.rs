@@ -416,13 +416,20 @@ pub enum TailError {
     },
 }
 
+/// How many bytes before the offset are remembered to recognise the same file content.
+const MARK_LEN: usize = 64;
+
 /// An incremental reader of one JSON-lines file: keeps its offset, reads only appended bytes,
-/// holds back a partial last line, and starts over when the file is truncated or replaced.
+/// holds back a partial last line, and starts over when the file is replaced (another inode),
+/// truncated (shorter than the offset), or truncated and rewritten past the offset (the bytes
+/// just before the offset are no longer the ones read there).
 #[derive(Debug)]
 pub struct LogTail {
     path: PathBuf,
     offset: u64,
     identity: Option<(u64, u64)>,
+    /// The last bytes consumed (up to [`MARK_LEN`]), ending at `offset`.
+    mark: Vec<u8>,
     pending: Vec<u8>,
     /// Skipping the rest of an oversized line.
     discarding: bool,
@@ -441,6 +448,7 @@ impl LogTail {
             path,
             offset: 0,
             identity: None,
+            mark: Vec::new(),
             pending: Vec::new(),
             discarding: false,
             line_no: 0,
@@ -462,25 +470,27 @@ impl LogTail {
     /// Reads what was appended since the last poll. A missing file gives no events (it may
     /// appear later).
     pub fn poll(&mut self) -> Result<Vec<LogEvent>, TailError> {
+        let path = self.path.clone();
         let io = |source| TailError::Io {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         };
-        let mut file = match File::open(&self.path) {
+        let mut file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io(e)),
         };
         let meta = file.metadata().map_err(io)?;
         let identity = file_identity(&meta);
-        if self.identity.is_some_and(|id| id != identity) || meta.len() < self.offset {
-            // Replaced (rotation) or truncated: the new content starts at 0.
-            self.offset = 0;
-            self.line_no = 0;
-            self.pending.clear();
-            self.discarding = false;
-            self.parser = LineParser::for_file(&self.path);
-            self.stats.restarts += 1;
+        let replaced = self.identity.is_some_and(|id| id != identity);
+        let truncated = meta.len() < self.offset;
+        let rewritten = !replaced
+            && !truncated
+            && meta.len() > self.offset
+            && !self.mark_still_there(&mut file).map_err(io)?;
+        if replaced || truncated || rewritten {
+            // The content the offset pointed into is gone: the file starts again at 0.
+            self.restart();
         }
         self.identity = Some(identity);
         if meta.len() == self.offset {
@@ -493,7 +503,42 @@ impl LogTail {
             .read_to_end(&mut buf)
             .map_err(io)?;
         self.offset += n as u64;
+        self.remember_mark(&buf);
         Ok(self.feed(&buf))
+    }
+
+    fn restart(&mut self) {
+        self.offset = 0;
+        self.line_no = 0;
+        self.mark.clear();
+        self.pending.clear();
+        self.discarding = false;
+        self.parser = LineParser::for_file(&self.path);
+        self.stats.restarts += 1;
+    }
+
+    /// Whether the bytes just before the offset are still the ones consumed there.
+    fn mark_still_there(&self, file: &mut File) -> std::io::Result<bool> {
+        if self.mark.is_empty() {
+            return Ok(true);
+        }
+        let start = self.offset - self.mark.len() as u64;
+        file.seek(SeekFrom::Start(start))?;
+        let mut now = vec![0u8; self.mark.len()];
+        file.read_exact(&mut now)?;
+        Ok(now == self.mark)
+    }
+
+    fn remember_mark(&mut self, consumed: &[u8]) {
+        if consumed.len() >= MARK_LEN {
+            self.mark.clear();
+            self.mark
+                .extend_from_slice(&consumed[consumed.len() - MARK_LEN..]);
+        } else {
+            self.mark.extend_from_slice(consumed);
+            let extra = self.mark.len().saturating_sub(MARK_LEN);
+            self.mark.drain(..extra);
+        }
     }
 
     /// Splits bytes into lines and parses the complete ones.
@@ -816,6 +861,52 @@ mod tests {
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].line, 1);
         assert_eq!(t.stats.restarts, 2);
+    }
+
+    #[test]
+    fn truncated_and_regrown_past_the_offset_is_read_again_from_the_start() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (path, mut t) = tail_of(&dir);
+        std::fs::write(&path, line("HTTP session initialized: h-1")).unwrap();
+        assert_eq!(t.poll().unwrap().len(), 1);
+        // Truncated, then (before the next poll) written past the old offset: the size alone
+        // says "it grew", the inode is the same; only the content says it is a new file.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(line("HTTP session initialized: h-2").as_bytes())
+            .unwrap();
+        f.write_all(line("HTTP session closed: h-2").as_bytes())
+            .unwrap();
+        let ev = t.poll().unwrap();
+        assert_eq!(
+            ev.iter()
+                .map(|e| (e.line, e.kind.clone()))
+                .collect::<Vec<_>>(),
+            [
+                (
+                    1,
+                    LogEventKind::HttpSessionInitialized {
+                        http_session: "h-2".into()
+                    }
+                ),
+                (
+                    2,
+                    LogEventKind::HttpSessionClosed {
+                        http_session: "h-2".into()
+                    }
+                )
+            ]
+        );
+        assert_eq!(t.stats.restarts, 1);
+        // Appending is not a restart.
+        f.write_all(line("HTTP session initialized: h-3").as_bytes())
+            .unwrap();
+        assert_eq!(t.poll().unwrap().len(), 1);
+        assert_eq!(t.stats.restarts, 1);
     }
 
     #[test]
