@@ -1,16 +1,16 @@
-//! The IPC commands: each a thin call into the core. Long work runs off the UI thread; streams
-//! (updates, kill progress) go over `tauri::ipc::Channel`.
+//! The IPC commands: each a thin call into the core's actions. Work that touches the disk or
+//! `/proc` runs off the UI thread (async commands, blocking parts in `spawn_blocking`); streams
+//! (updates, kill progress) go over `tauri::ipc::Channel`. The webview names what to do — a
+//! pid, a finding id, a plan id — and never supplies a plan or a path of its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
-use debugtop_core::collect::{ProcessTable, ScanStats};
-use debugtop_core::kill::{self, KillPlan, KillReport, PlanOptions, Progress};
-use debugtop_core::sampler::{Config, Engine, Update};
-use debugtop_core::snapshot::{self, Snapshot};
-use debugtop_core::verdict::{Finding, Mode, VerdictConfig};
-use serde::{Deserialize, Serialize};
+use debugtop_core::actions::audit;
+use debugtop_core::actions::export::{self, ExportFormat};
+use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest};
+use debugtop_core::model::{AuditResult, KillReport, Progress, Snapshot, Update};
+use debugtop_core::sources::Sources;
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -20,20 +20,31 @@ use crate::AppError;
 
 type AppStateRef<'a> = State<'a, Arc<AppState>>;
 
-/// Streams every live update to the UI (replacing any earlier subscriber). The UI never polls.
+/// Streams every live update to the UI, and every tick error (`None` once ticks succeed
+/// again), replacing any earlier subscriber. The UI never polls.
 #[tauri::command]
-pub fn subscribe(state: AppStateRef<'_>, on_update: Channel<Arc<Update>>) {
+pub fn subscribe(
+    state: AppStateRef<'_>,
+    on_update: Channel<Arc<Update>>,
+    on_error: Channel<Option<String>>,
+) {
     let st = Arc::clone(&state);
-    let mut rx = st.updates.subscribe();
+    let mut updates = st.latest.subscribe();
+    let mut errors = st.tick_error.subscribe();
     let task = tauri::async_runtime::spawn(async move {
         loop {
-            if let Some(u) = rx.borrow_and_update().clone() {
-                if !st.is_paused() && on_update.send(u).is_err() {
+            if let Some(p) = updates.borrow_and_update().clone() {
+                if !st.is_paused() && !send_update(&st, &on_update, p.update) {
                     break;
                 }
             }
-            if rx.changed().await.is_err() {
-                break;
+            tokio::select! {
+                changed = updates.changed() => if changed.is_err() { break },
+                changed = errors.changed() => {
+                    if changed.is_err() || on_error.send(errors.borrow_and_update().clone()).is_err() {
+                        break;
+                    }
+                }
             }
         }
     });
@@ -42,6 +53,14 @@ pub fn subscribe(state: AppStateRef<'_>, on_update: Channel<Arc<Update>>) {
             old.abort();
         }
     }
+}
+
+/// Sends one update and counts it; false when the UI is gone.
+fn send_update(st: &AppState, ch: &Channel<Arc<Update>>, u: Arc<Update>) -> bool {
+    let bytes = serde_json::to_vec(&*u).map_or(0, |b| b.len() as u64);
+    st.ipc.messages.fetch_add(1, Ordering::Relaxed);
+    st.ipc.bytes.fetch_add(bytes, Ordering::Relaxed);
+    ch.send(u).is_ok()
 }
 
 fn tokio_handle(task: tauri::async_runtime::JoinHandle<()>) -> tokio::task::JoinHandle<()> {
@@ -53,94 +72,64 @@ fn tokio_handle(task: tauri::async_runtime::JoinHandle<()>) -> tokio::task::Join
 /// The latest live snapshot (or the open offline one).
 #[tauri::command]
 pub fn current_snapshot(state: AppStateRef<'_>) -> Option<Snapshot> {
+    current(&state)
+}
+
+fn current(state: &AppState) -> Option<Snapshot> {
     if let Some(s) = state.offline.lock().ok().and_then(|g| g.clone()) {
         return Some(s);
     }
-    state.updates.borrow().as_ref().map(|u| u.snapshot.clone())
+    state.published().map(|p| p.update.snapshot.clone())
 }
 
-/// What to kill.
-#[derive(Debug, Clone, Deserialize, Serialize, ts_rs::TS)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-#[ts(export)]
-pub enum KillRequest {
-    /// A process (and, with `tree`, its descendants).
-    Pid {
-        /// The pid.
-        pid: u32,
-        /// Include descendants.
-        tree: bool,
-    },
-    /// What a finding names.
-    Finding {
-        /// The finding id.
-        id: String,
-    },
-}
-
-/// Plans a kill against the latest live sample (never against an offline snapshot).
+/// Plans a kill against the latest live tick (never an offline snapshot) and holds the plan in
+/// the backend; the UI shows it and may execute it once, by id.
 #[tauri::command]
-pub fn plan_kill(state: AppStateRef<'_>, request: KillRequest) -> Result<KillPlan, AppError> {
+pub fn plan_kill(state: AppStateRef<'_>, request: KillRequest) -> Result<HeldPlan, AppError> {
+    plan(&state, &request)
+}
+
+/// [`plan_kill`] without IPC.
+pub fn plan(state: &AppState, request: &KillRequest) -> Result<HeldPlan, AppError> {
     if state.offline.lock().is_ok_and(|g| g.is_some()) {
         return Err(AppError::NotFound(
             "an offline snapshot is open: nothing there can be killed".into(),
         ));
     }
-    let latest = state
-        .updates
-        .borrow()
-        .clone()
+    let p = state
+        .published()
         .ok_or_else(|| AppError::NotFound("no sample yet".into()))?;
-    let s = &latest.snapshot;
-    let table = ProcessTable {
-        taken_at: s.taken_at,
-        procs: s
-            .processes
-            .iter()
-            .filter(|p| p.state.is_alive())
-            .cloned()
-            .collect(),
-        servers: s.servers.clone(),
-        stats: ScanStats::default(),
-    };
-    let grace = Duration::from_millis(3000);
-    Ok(match request {
-        KillRequest::Pid { pid, tree } => kill::plan(
-            &table,
-            &[pid],
-            PlanOptions {
-                tree,
-                force: false,
-                grace,
-            },
-        ),
-        KillRequest::Finding { id } => {
-            let f = s.findings.iter().find(|f| f.id == id).ok_or_else(|| {
-                AppError::NotFound(format!("finding {id} is not current any more"))
-            })?;
-            let mut plan = kill::plan(
-                &table,
-                &f.pids,
-                PlanOptions {
-                    tree: true,
-                    force: false,
-                    grace,
-                },
-            );
-            if let Some(suggested) = &f.plan {
-                plan.grace_ms = suggested.grace_ms;
-            }
-            plan
-        }
-    })
+    let plan = kill::plan_for(
+        request,
+        &p.update.snapshot.findings,
+        &p.live,
+        KillOptions::default(),
+    )?;
+    let mut plans = state
+        .plans
+        .lock()
+        .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?;
+    Ok(plans.hold(plan))
 }
 
-/// Executes a plan, streaming progress; the report says what happened to each pid.
+/// Executes a held plan once, streaming progress: every refusal is applied again against the
+/// latest live tick first, so a plan can only ever shrink.
 #[tauri::command]
 pub async fn execute_kill(
-    plan: KillPlan,
+    state: AppStateRef<'_>,
+    plan_id: u64,
     on_progress: Channel<Progress>,
 ) -> Result<KillReport, AppError> {
+    let plan = state
+        .plans
+        .lock()
+        .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?
+        .take(plan_id)?;
+    let live = state
+        .published()
+        .ok_or_else(|| AppError::NotFound("no sample yet".into()))?
+        .live;
+    let plan = kill::recheck(&plan, &live);
     tokio::task::spawn_blocking(move || {
         kill::execute(&plan, |p| {
             let _ = on_progress.send(p);
@@ -150,145 +139,67 @@ pub async fn execute_kill(
     .map_err(|e| AppError::Task(e.to_string()))
 }
 
-/// The audit's answer.
-#[derive(Debug, Clone, Serialize, ts_rs::TS)]
-#[ts(export)]
-pub struct AuditResult {
-    /// When it ran.
-    pub taken_at: chrono::DateTime<chrono::Utc>,
-    /// What it found (empty: all healthy).
-    pub findings: Vec<Finding>,
-    /// Servers audited.
-    pub servers: u32,
-    /// Processes looked at.
-    pub processes: u32,
-}
-
-/// Runs the liveness audit now (two confirmed samples, like `debugtop-cli audit`).
+/// Runs the liveness audit now — the same recipe and the same answer as `debugtop-cli audit`.
 #[tauri::command]
 pub async fn run_audit(state: AppStateRef<'_>) -> Result<AuditResult, AppError> {
-    let s = state.settings();
-    let config = Config {
-        extra_servers: s.extra_servers,
-        verdicts: VerdictConfig {
-            grace: Duration::try_from_secs_f64(s.grace_secs).unwrap_or(Duration::from_secs(6)),
-            mode: Mode::Audit,
-            ..VerdictConfig::default()
-        },
-        ..Config::default()
-    };
-    let mut engine = Engine::new(config)?;
-    let mut last = None;
-    for i in 0..3 {
-        if i > 0 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        }
-        last = Some(engine.tick().await?);
-    }
-    let u = last.ok_or_else(|| AppError::Task("no sample".into()))?;
-    Ok(AuditResult {
-        taken_at: u.snapshot.taken_at,
-        servers: u32::try_from(u.snapshot.servers.len()).unwrap_or(u32::MAX),
-        processes: u32::try_from(u.snapshot.processes.len()).unwrap_or(u32::MAX),
-        findings: u.snapshot.findings,
-    })
+    let config = state.settings().audit_config();
+    let mut sources = Sources::new(&config.sources())?;
+    Ok(audit::audit(&mut sources, &config).await?.result)
 }
 
-/// Export format.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, ts_rs::TS)]
-#[serde(rename_all = "kebab-case")]
-#[ts(export)]
-pub enum ExportFormat {
-    /// `debugtop.snapshot/1` JSON.
-    Json,
-    /// Markdown incident report.
-    Md,
-}
-
-/// Writes the current (or open offline) snapshot where the user picks in a native save dialog.
+/// Writes the current (or open offline) snapshot where the user picks. A live snapshot is
+/// enriched from this machine (log excerpts, versions); an offline one is written as it is.
 /// Returns the path, or `None` when the dialog was cancelled.
 #[tauri::command]
-pub async fn export_snapshot<R: tauri::Runtime>(
-    app: tauri::AppHandle<R>,
+pub async fn export_snapshot(
     state: AppStateRef<'_>,
     format: ExportFormat,
 ) -> Result<Option<String>, AppError> {
-    use tauri_plugin_dialog::DialogExt;
-    let mut snap = current_snapshot(state)
-        .ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?;
-    let (ext, name) = match format {
+    let offline = state.offline.lock().is_ok_and(|g| g.is_some());
+    let mut snap =
+        current(&state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?;
+    let (ext, what) = match format {
         ExportFormat::Json => ("json", "JSON snapshot"),
         ExportFormat::Md => ("md", "Markdown report"),
     };
     let default = format!("debugtop-{}.{ext}", snap.taken_at.format("%Y%m%d-%H%M%S"));
-    let picked = tokio::task::spawn_blocking(move || {
-        app.dialog()
-            .file()
-            .add_filter(name, &[ext])
-            .set_file_name(default)
-            .blocking_save_file()
+    let picker = Arc::clone(&state.picker);
+    let home = state.settings().sampler_config().state.home;
+    tokio::task::spawn_blocking(move || {
+        let Some(path) = picker.save(what, ext, default) else {
+            return Ok(None);
+        };
+        if !offline {
+            export::enrich(&mut snap, home.as_deref());
+        }
+        let text = export::render(&snap, format)?;
+        export::write_atomic(&path, text.as_bytes()).map_err(|source| AppError::File {
+            what: "write",
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(Some(path.display().to_string()))
     })
     .await
-    .map_err(|e| AppError::Task(e.to_string()))?;
-    let Some(path) = picked.and_then(|p| p.into_path().ok()) else {
-        return Ok(None);
-    };
-    let path_text = path.display().to_string();
-    tokio::task::spawn_blocking(move || write_export(&mut snap, format, &path))
-        .await
-        .map_err(|e| AppError::Task(e.to_string()))??;
-    Ok(Some(path_text))
+    .map_err(|e| AppError::Task(e.to_string()))?
 }
 
-/// Enriches and writes a snapshot (the part of export that needs no dialog).
-pub fn write_export(
-    snap: &mut Snapshot,
-    format: ExportFormat,
-    path: &std::path::Path,
-) -> Result<(), AppError> {
-    if snap.log_excerpts.is_empty() && snap.environment.is_none() {
-        snap.enrich_for_export();
-    }
-    let text = match format {
-        ExportFormat::Json => snap.to_json()?,
-        ExportFormat::Md => snapshot::markdown::render(snap),
-    };
-    snapshot::write_atomic(path, text.as_bytes()).map_err(|source| AppError::File {
-        what: "write",
-        path: path.display().to_string(),
-        source,
-    })
-}
-
-/// Opens a snapshot file chosen in a native open dialog and shows it offline. `None` when the
-/// dialog was cancelled.
+/// Opens a snapshot file the user picks and shows it offline. `None` when cancelled.
 #[tauri::command]
-pub async fn open_snapshot<R: tauri::Runtime>(
-    app: tauri::AppHandle<R>,
-    state: AppStateRef<'_>,
-) -> Result<Option<Snapshot>, AppError> {
-    use tauri_plugin_dialog::DialogExt;
-    let picked = tokio::task::spawn_blocking(move || {
-        app.dialog()
-            .file()
-            .add_filter("debugtop snapshot", &["json"])
-            .blocking_pick_file()
+pub async fn open_snapshot(state: AppStateRef<'_>) -> Result<Option<Snapshot>, AppError> {
+    let picker = Arc::clone(&state.picker);
+    let loaded = tokio::task::spawn_blocking(move || {
+        picker
+            .open()
+            .map(|path| export::import_file(&path))
+            .transpose()
     })
     .await
-    .map_err(|e| AppError::Task(e.to_string()))?;
-    let Some(path) = picked.and_then(|p| p.into_path().ok()) else {
-        return Ok(None);
-    };
-    load_offline(&state, &path).map(Some)
-}
-
-/// Imports a snapshot file and makes it the offline view.
-pub fn load_offline(state: &AppState, path: &std::path::Path) -> Result<Snapshot, AppError> {
-    let snap = snapshot::import_file(path)?;
-    if let Ok(mut g) = state.offline.lock() {
-        *g = Some(snap.clone());
+    .map_err(|e| AppError::Task(e.to_string()))??;
+    if let (Some(s), Ok(mut g)) = (&loaded, state.offline.lock()) {
+        *g = Some(s.clone());
     }
-    Ok(snap)
+    Ok(loaded)
 }
 
 /// Leaves the offline view.
@@ -307,9 +218,16 @@ pub fn get_settings(state: AppStateRef<'_>) -> Settings {
 
 /// Saves settings and restarts the sampler with them.
 #[tauri::command]
-pub fn set_settings(state: AppStateRef<'_>, settings: Settings) -> Result<Settings, AppError> {
+pub async fn set_settings(
+    state: AppStateRef<'_>,
+    settings: Settings,
+) -> Result<Settings, AppError> {
     let s = settings.clamped();
-    s.save(&state.settings_path)
+    let path = state.settings_path.clone();
+    let saved = s.clone();
+    tokio::task::spawn_blocking(move || saved.save(&path))
+        .await
+        .map_err(|e| AppError::Task(e.to_string()))?
         .map_err(|source| AppError::File {
             what: "save settings to",
             path: state.settings_path.display().to_string(),
@@ -329,9 +247,11 @@ pub fn set_paused(state: AppStateRef<'_>, paused: bool) {
 }
 
 /// Starts the demo (a real mcp-debugger with healthy sessions, a leaked adapter chain and an
-/// orphan), as `make demo` does. Only available from a source checkout.
+/// orphan), as `make demo` does. Development builds only: the command is not registered in a
+/// release build, and its permission is granted at run time only in debug builds.
+#[cfg(debug_assertions)]
 #[tauri::command]
-pub fn start_demo() -> Result<String, AppError> {
+pub async fn start_demo() -> Result<String, AppError> {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/demo.sh");
     if !script.exists() {
         return Err(AppError::NotFound(format!(
@@ -339,7 +259,8 @@ pub fn start_demo() -> Result<String, AppError> {
             script.display()
         )));
     }
-    std::process::Command::new("bash")
+    let shown = script.display().to_string();
+    let mut child = tokio::process::Command::new("bash")
         .arg(&script)
         .arg("--no-app")
         .stdin(std::process::Stdio::null())
@@ -347,8 +268,17 @@ pub fn start_demo() -> Result<String, AppError> {
         .spawn()
         .map_err(|source| AppError::File {
             what: "run",
-            path: script.display().to_string(),
+            path: shown.clone(),
             source,
         })?;
-    Ok("demo starting: a real mcp-debugger with two healthy sessions, a leaked adapter chain and an orphan will appear in a few seconds".into())
+    // Waited for: the script starts the demo's processes in the background and exits.
+    let status = child.wait().await.map_err(|source| AppError::File {
+        what: "wait for",
+        path: shown,
+        source,
+    })?;
+    if !status.success() {
+        return Err(AppError::Task(format!("the demo script failed ({status})")));
+    }
+    Ok("demo started: a real mcp-debugger with two healthy sessions, a leaked adapter chain and an orphan; they appear within a second".into())
 }

@@ -3,12 +3,9 @@
 /// What a command can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// The engine failed.
+    /// The engine failed (including a snapshot that cannot be read, in words).
     #[error(transparent)]
     Core(#[from] debugtop_core::Error),
-    /// A snapshot file could not be opened.
-    #[error(transparent)]
-    Import(#[from] debugtop_core::snapshot::ImportError),
     /// Reading or writing a file failed.
     #[error("cannot {what} {path}: {source}")]
     File {

@@ -9,14 +9,15 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tauri::{Builder, Manager, Runtime};
 
-pub use commands::{load_offline, write_export, ExportFormat, KillRequest};
+pub use commands::plan;
 pub use error::AppError;
 pub use settings::Settings;
-pub use state::{AppState, Notifier};
+pub use state::{AppState, FilePicker, Notifier};
 
 struct DesktopNotifier<R: Runtime>(tauri::AppHandle<R>);
 
@@ -37,6 +38,32 @@ impl<R: Runtime> Notifier for DesktopNotifier<R> {
     }
 }
 
+/// Native save and open dialogs (opened from Rust: the webview holds no dialog permission).
+struct DialogPicker<R: Runtime>(tauri::AppHandle<R>);
+
+impl<R: Runtime> FilePicker for DialogPicker<R> {
+    fn save(&self, what: &str, ext: &str, default_name: String) -> Option<PathBuf> {
+        use tauri_plugin_dialog::DialogExt;
+        self.0
+            .dialog()
+            .file()
+            .add_filter(what, &[ext])
+            .set_file_name(default_name)
+            .blocking_save_file()
+            .and_then(|p| p.into_path().ok())
+    }
+
+    fn open(&self) -> Option<PathBuf> {
+        use tauri_plugin_dialog::DialogExt;
+        self.0
+            .dialog()
+            .file()
+            .add_filter("debugtop snapshot", &["json"])
+            .blocking_pick_file()
+            .and_then(|p| p.into_path().ok())
+    }
+}
+
 /// Registers plugins, state and commands on a builder. Generic over the runtime so tests can
 /// pass `tauri::test::mock_builder()`.
 pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
@@ -47,27 +74,49 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
             install(app.handle())?;
             Ok(())
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::subscribe,
-            commands::current_snapshot,
-            commands::plan_kill,
-            commands::execute_kill,
-            commands::run_audit,
-            commands::export_snapshot,
-            commands::open_snapshot,
-            commands::close_snapshot,
-            commands::get_settings,
-            commands::set_settings,
-            commands::set_paused,
-            commands::start_demo,
-        ])
+        .invoke_handler(handlers())
+}
+
+#[cfg(debug_assertions)]
+fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+    tauri::generate_handler![
+        commands::subscribe,
+        commands::current_snapshot,
+        commands::plan_kill,
+        commands::execute_kill,
+        commands::run_audit,
+        commands::export_snapshot,
+        commands::open_snapshot,
+        commands::close_snapshot,
+        commands::get_settings,
+        commands::set_settings,
+        commands::set_paused,
+        commands::start_demo,
+    ]
+}
+
+#[cfg(not(debug_assertions))]
+fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+    tauri::generate_handler![
+        commands::subscribe,
+        commands::current_snapshot,
+        commands::plan_kill,
+        commands::execute_kill,
+        commands::run_audit,
+        commands::export_snapshot,
+        commands::open_snapshot,
+        commands::close_snapshot,
+        commands::get_settings,
+        commands::set_settings,
+        commands::set_paused,
+    ]
 }
 
 /// Where settings live: `DEBUGTOP_CONFIG_DIR` when set (portable setups), else the platform's
 /// config directory. Read once, by the binary's setup hook; tests pass their own directory.
-fn config_dir<R: Runtime>(app: &tauri::AppHandle<R>) -> std::path::PathBuf {
+fn config_dir<R: Runtime>(app: &tauri::AppHandle<R>) -> PathBuf {
     match std::env::var_os("DEBUGTOP_CONFIG_DIR") {
-        Some(d) => std::path::PathBuf::from(d),
+        Some(d) => PathBuf::from(d),
         None => app
             .path()
             .app_config_dir()
@@ -78,16 +127,28 @@ fn config_dir<R: Runtime>(app: &tauri::AppHandle<R>) -> std::path::PathBuf {
 /// Creates the state (settings from the config dir), starts the one sampler, and manages it.
 /// Called by the setup hook.
 pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<Arc<AppState>, AppError> {
-    install_in(app, config_dir(app))
+    // The demo is a development aid: its permission exists only in debug builds.
+    #[cfg(debug_assertions)]
+    if let Err(e) = app.add_capability(
+        tauri::ipc::CapabilityBuilder::new("dev-demo")
+            .window("main")
+            .permission("allow-start-demo"),
+    ) {
+        eprintln!("debugtop: the demo button is unavailable: {e}");
+    }
+    let picker: Arc<dyn FilePicker> = Arc::new(DialogPicker(app.clone()));
+    install_in(app, config_dir(app), picker)
 }
 
-/// [`install`] with an explicit config directory (tests, where no event loop runs the hook).
+/// [`install`] with an explicit config directory and file picker (tests, where no event loop
+/// runs the hook and no dialog can be clicked).
 pub fn install_in<R: Runtime>(
     app: &tauri::AppHandle<R>,
-    dir: std::path::PathBuf,
+    dir: PathBuf,
+    picker: Arc<dyn FilePicker>,
 ) -> Result<Arc<AppState>, AppError> {
     let notifier: Arc<dyn Notifier> = Arc::new(DesktopNotifier(app.clone()));
-    let state = Arc::new(AppState::new(settings::path_in(dir), notifier));
+    let state = Arc::new(AppState::new(settings::path_in(dir), notifier, picker));
     let s = Arc::clone(&state);
     tauri::async_runtime::block_on(async move { s.start_sampler() })?;
     app.manage(Arc::clone(&state));

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use debugtop_core::actions::audit::AuditConfig;
+use debugtop_core::sampler;
 use serde::{Deserialize, Serialize};
 
 /// What the user can change.
@@ -45,6 +47,23 @@ impl Settings {
         self
     }
 
+    /// The audit these settings ask for (the same mapping the CLI's flags go through).
+    pub fn audit_config(&self) -> AuditConfig {
+        AuditConfig::new(self.grace_secs, self.extra_servers.clone())
+    }
+
+    /// The sampler these settings ask for.
+    pub fn sampler_config(&self) -> sampler::Config {
+        let audit = self.audit_config();
+        let mut c = sampler::Config {
+            interval: std::time::Duration::from_millis(self.interval_ms),
+            ..sampler::Config::default()
+        };
+        c.sources = audit.sources();
+        c.state.verdicts.grace = audit.grace;
+        c
+    }
+
     /// Loads settings; a missing or unreadable file gives the defaults.
     pub fn load(path: &Path) -> Self {
         std::fs::read_to_string(path)
@@ -60,7 +79,7 @@ impl Settings {
             std::fs::create_dir_all(dir)?;
         }
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        debugtop_core::snapshot::write_atomic(path, text.as_bytes())
+        debugtop_core::actions::export::write_atomic(path, text.as_bytes())
     }
 }
 

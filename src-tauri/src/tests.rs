@@ -1,135 +1,360 @@
-//! The commands through Tauri's IPC, without a window (`tauri::test`).
+//! The commands through Tauri's IPC, without a window (`tauri::test`): every command, with
+//! its refusal paths. Channels are real IPC channels (their messages go to the mock webview);
+//! what was sent is read off the state's counters. Real processes are the test's own.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use debugtop_core::model::{KillPlan, KillTarget, Role, Via};
+use debugtop_e2e::{wait_for, HeldZombie, Spawned};
 use serde_json::{json, Value};
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, INVOKE_KEY};
 use tauri::webview::InvokeRequest;
 use tauri::{Manager, WebviewWindow};
 
-use crate::AppState;
+use crate::{AppState, FilePicker};
+
+/// Paths a test hands to the save and open "dialogs".
+#[derive(Default)]
+struct FixedPicker {
+    save: Mutex<Option<PathBuf>>,
+    open: Mutex<Option<PathBuf>>,
+}
+
+impl FilePicker for FixedPicker {
+    fn save(&self, _what: &str, _ext: &str, _default: String) -> Option<PathBuf> {
+        self.save.lock().ok()?.clone()
+    }
+    fn open(&self) -> Option<PathBuf> {
+        self.open.lock().ok()?.clone()
+    }
+}
 
 /// A mock app with its own config directory (passed explicitly: tests run in parallel threads
-/// and never share process-wide environment).
+/// and never share process-wide environment) and a fixed file picker.
 struct TestApp {
     app: tauri::App<tauri::test::MockRuntime>,
     w: WebviewWindow<tauri::test::MockRuntime>,
     config: tempfile::TempDir,
+    picker: Arc<FixedPicker>,
 }
 
-fn app() -> TestApp {
-    let config = tempfile::tempdir().expect("tempdir");
-    let app = crate::setup(mock_builder())
-        .build(mock_context(noop_assets()))
-        .expect("app");
-    crate::install_in(app.handle(), config.path().to_path_buf()).expect("state");
-    let w = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
-        .build()
-        .expect("window");
-    TestApp { app, w, config }
+impl TestApp {
+    fn new() -> Self {
+        Self::with_settings(None)
+    }
+
+    fn with_settings(settings: Option<&str>) -> Self {
+        let config = tempfile::tempdir().expect("tempdir");
+        if let Some(s) = settings {
+            std::fs::write(config.path().join("settings.json"), s).expect("settings");
+        }
+        let app = crate::setup(mock_builder())
+            .build(mock_context(noop_assets()))
+            .expect("app");
+        let picker = Arc::new(FixedPicker::default());
+        crate::install_in(app.handle(), config.path().to_path_buf(), picker.clone())
+            .expect("state");
+        let w = tauri::WebviewWindowBuilder::new(&app, "main", Default::default())
+            .build()
+            .expect("window");
+        Self {
+            app,
+            w,
+            config,
+            picker,
+        }
+    }
+
+    fn state(&self) -> Arc<AppState> {
+        Arc::clone(&self.app.state::<Arc<AppState>>())
+    }
+
+    fn call(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        get_ipc_response(
+            &self.w,
+            InvokeRequest {
+                cmd: cmd.into(),
+                callback: CallbackFn(0),
+                error: CallbackFn(1),
+                url: "tauri://localhost".parse().expect("url"),
+                body: InvokeBody::Json(args),
+                headers: Default::default(),
+                invoke_key: INVOKE_KEY.to_string(),
+            },
+        )
+        .map(|b| b.deserialize::<Value>().expect("json"))
+    }
+
+    /// Waits for the first live snapshot.
+    fn first_snapshot(&self) -> Value {
+        wait_for(Duration::from_secs(10), || {
+            let s = self.call("current_snapshot", json!({})).ok()?;
+            (!s.is_null()).then_some(s)
+        })
+        .expect("a first snapshot")
+    }
 }
 
-fn call(
-    w: &WebviewWindow<tauri::test::MockRuntime>,
-    cmd: &str,
-    args: Value,
-) -> Result<Value, Value> {
-    get_ipc_response(
-        w,
-        InvokeRequest {
-            cmd: cmd.into(),
-            callback: CallbackFn(0),
-            error: CallbackFn(1),
-            url: "tauri://localhost".parse().expect("url"),
-            body: InvokeBody::Json(args),
-            headers: Default::default(),
-            invoke_key: INVOKE_KEY.to_string(),
-        },
-    )
-    .map(|b| b.deserialize::<Value>().expect("json"))
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        self.state().stop_sampler();
+    }
+}
+
+fn err_text(e: &Value) -> String {
+    e.as_str().unwrap_or_default().to_owned()
 }
 
 #[test]
 fn settings_round_trip_through_ipc_and_disk() {
-    let TestApp { app, w, config } = app();
-    let s = call(&w, "get_settings", json!({})).expect("get");
+    let t = TestApp::new();
+    let s = t.call("get_settings", json!({})).expect("get");
     assert_eq!(s["interval_ms"], 1000);
-    let saved = call(&w, "set_settings", json!({ "settings": { "interval_ms": 250, "grace_secs": 3.0, "extra_servers": ["http://127.0.0.1:3999", "file:///etc"], "notify_critical": false } })).expect("set");
+    let saved = t.call("set_settings", json!({ "settings": { "interval_ms": 250, "grace_secs": 3.0, "extra_servers": ["http://127.0.0.1:3999", "file:///etc"], "notify_critical": false } })).expect("set");
     assert_eq!(saved["interval_ms"], 250);
     assert_eq!(saved["extra_servers"], json!(["http://127.0.0.1:3999"]));
-    let on_disk = std::fs::read_to_string(config.path().join("settings.json")).expect("saved");
+    let on_disk = std::fs::read_to_string(t.config.path().join("settings.json")).expect("saved");
     assert!(on_disk.contains("250"));
-    app.state::<Arc<AppState>>().stop_sampler();
 }
 
 #[test]
-fn the_sampler_feeds_current_snapshot_and_kill_plans_refuse_init() {
-    let TestApp { app, w, .. } = app();
-    let mut snap = Value::Null;
-    for _ in 0..100 {
-        snap = call(&w, "current_snapshot", json!({})).expect("current");
-        if !snap.is_null() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(snap["schema"], "debugtop.snapshot/1");
-    let plan = call(
-        &w,
-        "plan_kill",
-        json!({ "request": { "type": "pid", "pid": 1, "tree": true } }),
+fn subscribe_streams_updates_and_set_paused_stops_them() {
+    let t = TestApp::with_settings(Some(r#"{"interval_ms":100}"#));
+    t.call(
+        "subscribe",
+        json!({ "onUpdate": "__CHANNEL__:11", "onError": "__CHANNEL__:12" }),
     )
-    .expect("plan");
-    assert_eq!(plan["targets"], json!([]));
-    assert!(plan["refused"][0]["why"]
+    .expect("subscribe");
+    let st = t.state();
+    let sent = || st.ipc.messages.load(std::sync::atomic::Ordering::Relaxed);
+    wait_for(Duration::from_secs(10), || (sent() >= 3).then_some(()))
+        .expect("updates arrive over the channel");
+    assert!(st.ipc.bytes.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    t.call("set_paused", json!({ "paused": true }))
+        .expect("pause");
+    // Let a send that was already under way finish, then nothing more may go out over a
+    // window of several ticks (100 ms each).
+    std::thread::sleep(Duration::from_millis(250));
+    let paused_at = sent();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(sent(), paused_at, "no update is sent while paused");
+    t.call("set_paused", json!({ "paused": false }))
+        .expect("resume");
+    wait_for(Duration::from_secs(10), || {
+        (sent() > paused_at).then_some(())
+    })
+    .expect("updates resume");
+}
+
+#[test]
+fn run_audit_through_ipc_answers_like_the_cli() {
+    let t = TestApp::new();
+    let r = t.call("run_audit", json!({})).expect("audit");
+    for k in [
+        "clean",
+        "taken_at",
+        "host",
+        "servers",
+        "findings",
+        "sources",
+        "processes",
+    ] {
+        assert!(r.get(k).is_some(), "{k} missing from {r}");
+    }
+    assert_eq!(
+        r["clean"],
+        r["findings"]
+            .as_array()
+            .map(|f| f.is_empty())
+            .unwrap_or(false)
+    );
+}
+
+#[test]
+fn export_writes_where_the_user_picked_and_a_cancel_writes_nothing() {
+    let t = TestApp::new();
+    t.first_snapshot();
+    assert_eq!(
+        t.call("export_snapshot", json!({ "format": "json" }))
+            .expect("cancel"),
+        Value::Null
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("s.json");
+    *t.picker.save.lock().expect("lock") = Some(path.clone());
+    let got = t
+        .call("export_snapshot", json!({ "format": "json" }))
+        .expect("export");
+    assert_eq!(got, json!(path.display().to_string()));
+    let written = debugtop_core::actions::export::import_file(&path).expect("a snapshot");
+    assert!(written.environment.is_some(), "a live export is enriched");
+    let md = dir.path().join("s.md");
+    *t.picker.save.lock().expect("lock") = Some(md.clone());
+    t.call("export_snapshot", json!({ "format": "md" }))
+        .expect("export md");
+    assert!(std::fs::read_to_string(&md)
+        .expect("md")
+        .starts_with("# debugtop incident report"));
+    let e = t
+        .call("export_snapshot", json!({ "format": "pdf" }))
+        .expect_err("bad format");
+    assert!(err_text(&e).contains("pdf"));
+}
+
+#[test]
+fn open_shows_a_snapshot_offline_refuses_kills_and_bad_files_say_why() {
+    let t = TestApp::new();
+    let dir = tempfile::tempdir().expect("dir");
+    let good = dir.path().join("s.json");
+    let mut fixed = debugtop_core::testing::sample_snapshot();
+    fixed.environment = None;
+    let text = debugtop_core::actions::export::to_json(&fixed).expect("json");
+    std::fs::write(&good, &text).expect("write");
+    *t.picker.open.lock().expect("lock") = Some(good);
+    let shown = t.call("open_snapshot", json!({})).expect("open");
+    assert_eq!(shown["host"], "devbox");
+    assert_eq!(
+        t.call("current_snapshot", json!({})).expect("current")["host"],
+        "devbox"
+    );
+    let e = t
+        .call(
+            "plan_kill",
+            json!({ "request": { "type": "pid", "pid": 1019, "tree": true } }),
+        )
+        .expect_err("offline");
+    assert!(err_text(&e).contains("offline snapshot"));
+    // Exporting what was opened writes it as it is: nothing of this machine is added.
+    let out = dir.path().join("again.json");
+    *t.picker.save.lock().expect("lock") = Some(out.clone());
+    t.call("export_snapshot", json!({ "format": "json" }))
+        .expect("re-export");
+    let again = debugtop_core::actions::export::import_file(&out).expect("again");
+    assert_eq!(again, fixed, "an imported snapshot is never enriched");
+    t.call("close_snapshot", json!({})).expect("close");
+    for (name, body, says) in [
+        (
+            "v0.json",
+            text.replacen("debugtop.snapshot/1", "debugtop.snapshot/0", 1),
+            "debugtop.snapshot/0; this build reads",
+        ),
+        (
+            "v9.json",
+            text.replacen("debugtop.snapshot/1", "debugtop.snapshot/9", 1),
+            "newer debugtop",
+        ),
+        ("cut.json", text[..text.len() / 2].to_owned(), "truncated"),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).expect("write");
+        *t.picker.open.lock().expect("lock") = Some(p);
+        let e = err_text(&t.call("open_snapshot", json!({})).expect_err(name));
+        assert!(e.contains(says), "{name}: {e}");
+    }
+}
+
+#[test]
+fn plans_live_in_the_backend_and_run_once() {
+    let t = TestApp::new();
+    t.first_snapshot();
+    let held = t
+        .call(
+            "plan_kill",
+            json!({ "request": { "type": "pid", "pid": 1, "tree": true } }),
+        )
+        .expect("plan");
+    assert_eq!(held["plan"]["targets"], json!([]));
+    assert!(held["plan"]["refused"][0]["why"]
         .as_str()
         .unwrap_or("")
         .contains("never signalled"));
-    let err = call(
-        &w,
-        "plan_kill",
-        json!({ "request": { "type": "finding", "id": "leaked-worker:1.1" } }),
-    )
-    .expect_err("no such finding");
-    assert!(err.as_str().unwrap_or("").contains("not current"), "{err}");
-    app.state::<Arc<AppState>>().stop_sampler();
+    let id = held["id"].as_u64().expect("id");
+    let run = |id: u64| {
+        t.call(
+            "execute_kill",
+            json!({ "planId": id, "onProgress": "__CHANNEL__:21" }),
+        )
+    };
+    let report = run(id).expect("execute");
+    assert_eq!(report["outcomes"][0]["outcome"]["outcome"], "refused");
+    let e = err_text(&run(id).expect_err("a plan runs once"));
+    assert!(
+        e.contains("plans are made by plan_kill and run at most once"),
+        "{e}"
+    );
+    let e = err_text(&run(999_999).expect_err("unknown"));
+    assert!(e.contains("no kill plan 999999"), "{e}");
+    let e = t
+        .call(
+            "plan_kill",
+            json!({ "request": { "type": "finding", "id": "leaked-worker:1.1" } }),
+        )
+        .expect_err("no such finding");
+    assert!(err_text(&e).contains("no current finding"), "{e}");
+    let e = t
+        .call("execute_kill", json!({ "plan": { "targets": [], "refused": [], "grace_ms": 0 }, "onProgress": "__CHANNEL__:22" }))
+        .expect_err("a plan from the webview is not accepted");
+    assert!(err_text(&e).contains("planId"), "{e}");
 }
 
+/// A plan forged into the registry (as if a compromised webview, or a bug, had built it) is
+/// re-checked at execution against the live table: nothing is signalled.
 #[test]
-fn an_opened_snapshot_replaces_live_data_until_closed() {
-    let TestApp { app, w, .. } = app();
-    let dir = tempfile::tempdir().expect("dir");
-    let path = dir.path().join("s.json");
-    let mut fixed = debugtop_core::snapshot::fixture::sample_snapshot();
-    crate::write_export(&mut fixed, crate::ExportFormat::Json, &path).expect("export");
-    let state = app.state::<Arc<AppState>>();
-    crate::load_offline(&state, &path).expect("open");
-    let shown = call(&w, "current_snapshot", json!({})).expect("current");
-    assert_eq!(shown["host"], "devbox");
-    let err = call(
-        &w,
-        "plan_kill",
-        json!({ "request": { "type": "pid", "pid": 1019, "tree": true } }),
-    )
-    .expect_err("offline");
+fn a_forged_plan_signals_nothing() {
+    let t = TestApp::new();
+    t.first_snapshot();
+    let sentinel = Spawned::spawn(std::process::Command::new("sleep").arg("600"));
+    let ticks = debugtop_e2e::start_ticks(sentinel.pid).expect("ticks");
+    let me = std::process::id();
+    let target = |pid: u32, start_ticks: u64| KillTarget {
+        pid,
+        start_ticks,
+        role: Role::Worker,
+        pgid: pid,
+        sid: pid,
+        argv: vec!["forged".into()],
+        via: Via::Target,
+    };
+    let mut targets = vec![
+        target(1, debugtop_e2e::start_ticks(1).unwrap_or(0)),
+        target(me, debugtop_e2e::start_ticks(me).unwrap_or(0)),
+        target(sentinel.pid, ticks),
+    ];
+    targets.extend((0..50).map(|g| target(sentinel.pid, ticks.saturating_sub(25) + g)));
+    let forged = KillPlan {
+        targets,
+        refused: Vec::new(),
+        grace_ms: 50,
+    };
+    let id = t.state().plans.lock().expect("lock").hold(forged).id;
+    let report = t
+        .call(
+            "execute_kill",
+            json!({ "planId": id, "onProgress": "__CHANNEL__:31" }),
+        )
+        .expect("execute");
+    let outcomes = report["outcomes"].as_array().cloned().unwrap_or_default();
     assert!(
-        err.as_str().unwrap_or("").contains("offline snapshot"),
-        "{err}"
+        outcomes
+            .iter()
+            .all(|o| o["outcome"]["outcome"] == "refused"),
+        "{report:#}"
     );
-    call(&w, "close_snapshot", json!({})).expect("close");
-    let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, "{\"schema\":\"debugtop.snapshot/9\"}").expect("write");
-    let e = crate::load_offline(&state, &bad)
-        .expect_err("newer major")
-        .to_string();
-    assert!(e.contains("newer debugtop"), "{e}");
-    state.stop_sampler();
+    let whys = report.to_string();
+    assert!(whys.contains("never signalled") && whys.contains("debugtop itself"));
+    assert!(whys.contains("not part of any debug server's tree"));
+    assert!(
+        debugtop_e2e::procs::untouched(sentinel.pid, ticks),
+        "the sentinel was signalled"
+    );
 }
 
 /// A notifier that records instead of showing.
 #[derive(Default)]
-struct Recorder(std::sync::Mutex<Vec<String>>);
+struct Recorder(Mutex<Vec<String>>);
 
 impl crate::Notifier for Recorder {
     fn notify(&self, title: &str, body: &str) {
@@ -149,15 +374,19 @@ fn a_new_critical_finding_raises_a_desktop_notification() {
     )
     .expect("settings");
     let rec = Arc::new(Recorder::default());
-    let state = Arc::new(AppState::new(settings, rec.clone()));
+    let state = Arc::new(AppState::new(
+        settings,
+        rec.clone(),
+        Arc::new(FixedPicker::default()),
+    ));
     let s = Arc::clone(&state);
     tauri::async_runtime::block_on(async move { s.start_sampler() }).expect("sampler");
     // A real process shaped like a worker whose owner is gone: an orphaned worker (critical).
     // The owner pid is held as our zombie so that nothing else can take it meanwhile.
-    let gone = debugtop_e2e::HeldZombie::new();
+    let gone = HeldZombie::new();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/worker/dist/proxy/proxy-bootstrap.js");
-    let worker = debugtop_e2e::Spawned::spawn(
+    let worker = Spawned::spawn(
         std::process::Command::new("node")
             .arg(script)
             .arg(format!("--mcp-owner-pid={}", gone.pid))
@@ -169,7 +398,7 @@ fn a_new_critical_finding_raises_a_desktop_notification() {
             && n.contains(&format!("worker {wpid} of session notify-t"))
             && n.contains(&format!("--mcp-owner-pid={gpid}"))
     };
-    let seen = debugtop_e2e::wait_for(std::time::Duration::from_secs(10), || {
+    let seen = wait_for(Duration::from_secs(10), || {
         let v = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
         v.iter().any(ours).then_some(v)
     });
@@ -186,4 +415,100 @@ fn a_new_critical_finding_raises_a_desktop_notification() {
         1,
         "one notification per new critical finding: {seen:?}"
     );
+}
+
+/// One recorded world, the CLI's flag mapping and the app's settings mapping: the same audit
+/// JSON to the byte, and the same kill plan from the app's `plan_kill` as from the CLI's path.
+#[test]
+fn the_cli_and_the_app_audit_and_plan_alike_on_the_same_world() {
+    use debugtop_core::actions::{audit, kill};
+    use debugtop_core::model::{LogEventKind, LogOrigin, Role};
+    use debugtop_core::testing::{ObservationBuilder as Obs, ProcBuilder as P, Replay};
+    let world = |t: i64| {
+        Obs::at(t)
+            .log(
+                1,
+                -30,
+                LogOrigin::Server,
+                LogEventKind::DebugSessionCreated {
+                    session_id: "s-1".into(),
+                    name: Some("n".into()),
+                    language: Some("javascript".into()),
+                },
+            )
+            .proc(
+                P::new(300, Role::Adapter)
+                    .ppid(1)
+                    .main_pid(100)
+                    .session("s-1")
+                    .build(),
+            )
+            .proc(
+                P::new(301, Role::Debuggee)
+                    .ppid(300)
+                    .group(300, 300)
+                    .session("s-1")
+                    .build(),
+            )
+            .proc(
+                P::new(200, Role::Worker)
+                    .ppid(1)
+                    .owner(999)
+                    .session("s-2")
+                    .build(),
+            )
+            .build()
+    };
+    let replay = || Replay::new([world(0), world(1), world(2)]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let cli_config = debugtop_cli::audit_config(&debugtop_cli::AuditArgs::default());
+    let app_config = crate::Settings::default().audit_config();
+    let cli = rt
+        .block_on(audit::audit(&mut replay(), &cli_config))
+        .expect("cli audit");
+    let app = rt
+        .block_on(audit::audit(&mut replay(), &app_config))
+        .expect("app audit");
+    let (a, b) = (
+        serde_json::to_string(&cli.result).expect("json"),
+        serde_json::to_string(&app.result).expect("json"),
+    );
+    assert_eq!(a, b, "the CLI and the app audit differently");
+    assert_eq!(cli.result.findings.len(), 2, "{a}");
+
+    // Kill by finding id: the CLI plans from its audit run; the app from its latest tick.
+    let t = TestApp::new();
+    t.state().stop_sampler();
+    let mut state = debugtop_core::state::State::new(debugtop_core::state::StateConfig::default());
+    let mut update = None;
+    for o in [world(0), world(6)] {
+        update = Some(state.step(o));
+    }
+    let update = update.expect("update");
+    t.state()
+        .latest
+        .send_replace(Some(debugtop_core::sampler::Published {
+            update: Arc::new(update),
+            live: Arc::new(state.live().clone()),
+        }));
+    for f in &cli.result.findings {
+        let request = kill::KillRequest::Finding { id: f.id.clone() };
+        let from_cli = kill::plan_for(
+            &request,
+            &cli.findings,
+            &cli.live,
+            kill::KillOptions::default(),
+        )
+        .expect("cli plan");
+        let held = t
+            .call("plan_kill", json!({ "request": request }))
+            .expect("app plan");
+        assert_eq!(
+            held["plan"],
+            serde_json::to_value(&from_cli).expect("json"),
+            "{}",
+            f.id
+        );
+        assert!(!from_cli.targets.is_empty());
+    }
 }

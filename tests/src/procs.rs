@@ -314,3 +314,21 @@ pub fn fixture(rel: &str) -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// The process recorded as (`pid`, `ticks`) is still that process, alive (not dying, not a
+/// zombie), with no signal pending for it (`SigPnd`/`ShdPnd` in `/proc/<pid>/status` empty):
+/// nothing was sent to it.
+pub fn untouched(pid: u32, ticks: u64) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let nothing_pending = status
+        .lines()
+        .filter(|l| l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
+        .all(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|m| m.chars().all(|c| c == '0'))
+        });
+    start_ticks(pid) == Some(ticks)
+        && state_of(pid).is_some_and(|s| s != 'Z' && s != 'X')
+        && nothing_pending
+}

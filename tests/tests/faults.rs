@@ -6,10 +6,9 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use debugtop_core::model::SourceState;
+use debugtop_core::model::{HealthError, LogEventKind, SourceKind, SourceState, Update};
 use debugtop_core::sampler::{Config, Engine};
-use debugtop_core::sources::health::{HealthClient, HealthError};
-use debugtop_core::sources::logs::LogEventKind;
+use debugtop_core::sources::health::HealthClient;
 use debugtop_e2e::mcp::{Client, Server};
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -111,18 +110,16 @@ async fn every_bad_answer_is_a_worded_error() {
 
     // Through the sampler: a remote server that answers garbage is a failed source, in words,
     // and ticking goes on.
-    let mut engine = Engine::new(Config {
-        extra_servers: vec![garbage.clone()],
-        ..Config::default()
-    })
-    .unwrap();
+    let mut config = Config::default();
+    config.sources.extra_servers = vec![garbage.clone()];
+    let mut engine = Engine::new(config).unwrap();
     for _ in 0..2 {
         let u = engine.tick().await.unwrap();
         let src = u
             .snapshot
             .sources
             .iter()
-            .find(|s| s.source == "health" && s.server_pid.is_none())
+            .find(|s| s.source == SourceKind::Health && s.server_pid.is_none())
             .unwrap();
         assert_eq!(src.state, SourceState::Failed);
         assert!(src.detail.contains("did not answer JSON"), "{}", src.detail);
@@ -132,16 +129,12 @@ async fn every_bad_answer_is_a_worded_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopped_server_times_out_in_words_and_ticking_goes_on() {
     let server = Server::start(60_000);
-    let mut engine = Engine::new(Config {
-        health_timeout: Duration::from_millis(700),
-        ..Config::default()
-    })
-    .unwrap();
-    let health_of = |u: &debugtop_core::sampler::Update| {
+    let mut engine = debugtop_e2e::engine(700);
+    let health_of = |u: &Update| {
         u.snapshot
             .sources
             .iter()
-            .find(|s| s.source == "health" && s.server_pid == Some(server.pid()))
+            .find(|s| s.source == SourceKind::Health && s.server_pid == Some(server.pid()))
             .cloned()
             .unwrap()
     };
@@ -202,11 +195,11 @@ async fn truncated_log_and_hostile_lines_lose_nothing_after_them() {
     // old offset: first a line only a restarted tail can see (it sits before the old offset),
     // then 200 KB of junk and hostile lines. The size alone says "it grew"; the inode is the
     // same; only the content shows the file started over.
-    let logs_of = |u: &debugtop_core::sampler::Update| {
+    let logs_of = |u: &Update| {
         u.snapshot
             .sources
             .iter()
-            .find(|s| s.source == "logs" && s.server_pid == Some(server.pid()))
+            .find(|s| s.source == SourceKind::Logs && s.server_pid == Some(server.pid()))
             .cloned()
             .unwrap()
     };

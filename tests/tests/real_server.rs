@@ -97,7 +97,8 @@ async fn server_worker_and_mock_adapter_are_classified() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_adapters_carry_every_role_and_marker() {
     use debugtop_core::model::Proc;
-    use debugtop_core::snapshot::{markdown, Snapshot};
+    use debugtop_core::report::markdown;
+    use debugtop_e2e::snapshot_of;
     let server = Server::start(60_000);
     let client = Client::connect(&server.url()).await;
     let py = client.create_session("python", "real-py").await;
@@ -213,8 +214,8 @@ async fn real_adapters_carry_every_role_and_marker() {
     assert_eq!(watchdog.server_pid, Some(spid));
 
     // The real token never leaves redacted: not in the JSON, not in the Markdown report.
-    let snap = Snapshot::from_table(&t, true);
-    let json = snap.to_json().unwrap();
+    let snap = snapshot_of(&t, true);
+    let json = debugtop_core::actions::export::to_json(&snap).unwrap();
     let md = markdown::render(&snap);
     assert!(json.contains("--adapter-access-token"));
     assert!(
@@ -225,9 +226,10 @@ async fn real_adapters_carry_every_role_and_marker() {
         !md.contains(&token),
         "the real debugpy token leaked into Markdown"
     );
-    assert!(Snapshot::from_table(&t, false)
-        .to_json()
-        .unwrap()
-        .contains(&token));
+    assert!(
+        debugtop_core::actions::export::to_json(&snapshot_of(&t, false))
+            .unwrap()
+            .contains(&token)
+    );
     client.close().await;
 }

@@ -4,39 +4,29 @@
 //! leaving the tree.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use debugtop_core::model::Role;
-use debugtop_core::reconcile::{NodeKind, TreeNode};
-use debugtop_core::sampler::{Config, Engine, Update};
-use debugtop_core::sources::logs::LogEventKind;
+use debugtop_core::model::{Language, LogEventKind, NodeKind, NodeStatus, Role, TreeNode, Update};
+use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Abandoned, Client, Server};
-use debugtop_e2e::{fixture, render};
+use debugtop_e2e::{fixture, render, tick_until};
 
-/// Ticks until `done` holds (or panics with the last tree).
+const EVERY: Duration = Duration::from_millis(250);
+
+/// Ticks until `done` holds; returns the update and every log event seen meanwhile.
 async fn until(
     engine: &mut Engine,
     secs: u64,
     what: &str,
     done: impl Fn(&Update) -> bool,
-) -> (Update, Vec<Update>) {
-    let end = Instant::now() + Duration::from_secs(secs);
+) -> (Update, Vec<LogEventKind>) {
     let mut seen = Vec::new();
-    loop {
-        let u = engine.tick().await.expect("tick");
-        let ok = done(&u);
-        seen.push(u.clone());
-        if ok {
-            return (u, seen);
-        }
-        if Instant::now() > end {
-            panic!(
-                "{what}: not reached in {secs} s; last tree:\n{}",
-                render(&u.snapshot.tree)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let u = tick_until(engine, secs, EVERY, what, |u| {
+        seen.extend(u.events.iter().map(|e| e.kind.clone()));
+        done(u).then(|| u.clone())
+    })
+    .await;
+    (u, seen)
 }
 
 fn server_node(u: &Update, pid: u32) -> Option<&TreeNode> {
@@ -119,7 +109,7 @@ async fn real_server_tree_close_and_reap() {
         .filter(|c| c.kind == NodeKind::HttpSession)
         .collect();
     for h in &http {
-        assert_eq!(h.status.as_deref(), Some("open"));
+        assert_eq!(h.status, Some(NodeStatus::Open));
         assert!(
             h.facts.iter().any(|f| f.text == "listed by /health"),
             "{:?}",
@@ -138,7 +128,7 @@ async fn real_server_tree_close_and_reap() {
             .iter()
             .find(|c| c.session_id.as_deref() == Some(id.as_str()))
             .expect("session under server");
-        assert_eq!(n.status.as_deref(), Some("paused"), "{id}");
+        assert_eq!(n.status, Some(NodeStatus::Paused), "{id}");
         let worker = &n.children[0];
         assert_eq!(worker.role, Some(Role::Worker));
         let adapter = worker
@@ -192,7 +182,7 @@ async fn real_server_tree_close_and_reap() {
         .find(|d| d.id == js)
         .unwrap();
     assert_eq!(js_session.name.as_deref(), Some("js-loop"));
-    assert_eq!(js_session.language.as_deref(), Some("javascript"));
+    assert_eq!(js_session.language, Some(Language::Javascript));
 
     // A normal close: events, then the node leaves the tree.
     let closed = mocks[0].clone();
@@ -207,12 +197,9 @@ async fn real_server_tree_close_and_reap() {
         server_node(u, pid).is_some_and(|s| session_node(s, &closed).is_none())
     })
     .await;
-    let events: Vec<&LogEventKind> = seen
-        .iter()
-        .flat_map(|u| u.events.iter().map(|e| &e.kind))
-        .collect();
+    let events = seen;
     assert!(
-        events.contains(&&LogEventKind::DebugSessionClosed {
+        events.contains(&LogEventKind::DebugSessionClosed {
             session_id: closed.clone()
         }),
         "{events:?}"
@@ -253,10 +240,7 @@ async fn real_server_tree_close_and_reap() {
         },
     )
     .await;
-    let events: Vec<&LogEventKind> = seen
-        .iter()
-        .flat_map(|u| u.events.iter().map(|e| &e.kind))
-        .collect();
+    let events = seen;
     assert!(
         events.iter().any(|e| matches!(e, LogEventKind::HttpSessionReaped { http_session, .. } if *http_session == hsid)),
         "{events:?}"

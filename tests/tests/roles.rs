@@ -13,9 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use debugtop_core::collect::linux::ProcfsCollector;
-use debugtop_core::collect::ProcessTable;
-use debugtop_core::model::{Language, Proc, Role};
-use debugtop_core::snapshot::Snapshot;
+use debugtop_core::model::{Language, Proc, ProcessTable, Role};
 use debugtop_e2e::procs::my_pid;
 use debugtop_e2e::{fixture, wait_for, Spawned, TreeGuard};
 
@@ -141,12 +139,12 @@ fn debugpy_chain_with_its_session_from_debugpy_log_dir() {
     assert_eq!(grandchild.language, Some(Language::Python));
     assert!(ps.iter().all(|p| p.server_pid == Some(my_pid())));
     // What leaves the core is redacted.
-    let snap = serde_json::to_string(&Snapshot::from_table(&t, true)).unwrap();
+    let snap = serde_json::to_string(&debugtop_e2e::snapshot_of(&t, true)).unwrap();
     assert!(
         !snap.contains("s3cr3t-t0ken-value"),
         "debugpy's access token leaked into the snapshot"
     );
-    assert!(serde_json::to_string(&Snapshot::from_table(&t, false))
+    assert!(serde_json::to_string(&debugtop_e2e::snapshot_of(&t, false))
         .unwrap()
         .contains("s3cr3t-t0ken-value"));
 }

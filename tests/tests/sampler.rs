@@ -5,8 +5,8 @@
 use std::process::Command;
 use std::time::Duration;
 
+use debugtop_core::model::NodeKind;
 use debugtop_core::model::Role;
-use debugtop_core::reconcile::NodeKind;
 use debugtop_core::sampler::{self, Config, Engine};
 use debugtop_e2e::{fixture, render, HeldZombie, Spawned, TreeGuard};
 
@@ -18,14 +18,24 @@ async fn a_slow_consumer_never_slows_the_sampler() {
     })
     .unwrap();
     running.updates.changed().await.unwrap();
-    let first = running.updates.borrow_and_update().clone().unwrap().seq;
+    let first = running
+        .updates
+        .borrow_and_update()
+        .clone()
+        .unwrap()
+        .update
+        .seq;
     // Consume nothing (no `changed()`, no `borrow_and_update()`): the loop must not wait for
     // us. Peeking at the latest value does not mark it seen.
     let end = std::time::Instant::now() + Duration::from_secs(20);
     let mut latest = first;
     while latest < first + 5 && std::time::Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        latest = running.updates.borrow().as_ref().map_or(first, |u| u.seq);
+        latest = running
+            .updates
+            .borrow()
+            .as_ref()
+            .map_or(first, |p| p.update.seq);
     }
     assert!(
         latest >= first + 5,

@@ -3,14 +3,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use debugtop_core::model::ProcState;
-use debugtop_core::sampler::{Config, Engine, Update};
-use debugtop_core::timeline::{TimelineEvent, TimelineKind};
+use debugtop_core::model::{ProcState, TimelineEvent, TimelineKind, Update};
+use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Client, Server};
 use debugtop_e2e::procs::my_pid;
-use debugtop_e2e::{fixture, Spawned};
+use debugtop_e2e::{fixture, tick_until, Spawned};
 use nix::sys::signal::Signal;
 
 fn events_for(u: &Update, pid: u32) -> Vec<TimelineEvent> {
@@ -22,39 +21,18 @@ fn events_for(u: &Update, pid: u32) -> Vec<TimelineEvent> {
         .collect()
 }
 
-async fn tick_until(
-    e: &mut Engine,
-    secs: u64,
-    what: &str,
-    mut f: impl FnMut(&Update) -> bool,
-) -> Update {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let u = e.tick().await.unwrap();
-        if f(&u) {
-            return u;
-        }
-        assert!(
-            Instant::now() < end,
-            "{what}: timeline was {:#?}",
-            u.snapshot
-                .timeline
-                .iter()
-                .rev()
-                .take(20)
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn until(e: &mut Engine, secs: u64, what: &str, f: impl Fn(&Update) -> bool) -> Update {
+    tick_until(e, secs, Duration::from_millis(100), what, |u| {
+        f(u).then(|| u.clone())
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_process_lifecycle_on_the_timeline() {
-    let mut e = Engine::new(Config {
-        tomb_ttl: Duration::from_secs(3),
-        ..Config::default()
-    })
-    .unwrap();
+    let mut config = Config::default();
+    config.state.tomb_ttl = Duration::from_secs(3);
+    let mut e = Engine::new(config).unwrap();
     e.tick().await.unwrap();
     let session = uuid::Uuid::new_v4().to_string();
     let mut w = Spawned::spawn(
@@ -69,18 +47,18 @@ async fn real_process_lifecycle_on_the_timeline() {
             .iter()
             .any(|e| e.kind == k && e.text.contains(text))
     };
-    tick_until(&mut e, 10, "appeared", |u| {
+    until(&mut e, 10, "appeared", |u| {
         has(u, TimelineKind::ProcessAppeared, "appeared")
     })
     .await;
     w.signal(Signal::SIGSTOP);
     w.wait_state('T', Duration::from_secs(5));
-    tick_until(&mut e, 10, "stopped", |u| {
+    until(&mut e, 10, "stopped", |u| {
         has(u, TimelineKind::StateChanged, "→ T")
     })
     .await;
     w.signal(Signal::SIGCONT);
-    tick_until(&mut e, 10, "continued", |u| {
+    until(&mut e, 10, "continued", |u| {
         has(u, TimelineKind::StateChanged, "T →")
     })
     .await;
@@ -90,7 +68,7 @@ async fn real_process_lifecycle_on_the_timeline() {
     let killed_at = chrono::Utc::now();
     w.signal(Signal::SIGKILL);
     w.wait_state('Z', Duration::from_secs(5));
-    let u = tick_until(&mut e, 10, "zombie", |u| {
+    let u = until(&mut e, 10, "zombie", |u| {
         has(u, TimelineKind::ProcessExited, "→ Z")
     })
     .await;
@@ -111,7 +89,7 @@ async fn real_process_lifecycle_on_the_timeline() {
     );
     // Reaped: gone, kept as a tomb for a while, then dropped.
     w.reap();
-    let u = tick_until(&mut e, 10, "tomb", |u| {
+    let u = until(&mut e, 10, "tomb", |u| {
         u.snapshot
             .processes
             .iter()
@@ -127,7 +105,7 @@ async fn real_process_lifecycle_on_the_timeline() {
             .any(|x| x.pid == Some(pid) && x.state == Some(ProcState::Dead))),
         "the tomb is in the tree"
     );
-    tick_until(&mut e, 10, "tomb expired", |u| {
+    until(&mut e, 10, "tomb expired", |u| {
         !u.snapshot.processes.iter().any(|p| p.pid == pid)
     })
     .await;
@@ -148,7 +126,7 @@ async fn real_server_session_lifecycle_on_the_timeline() {
             .filter(|e| e.session_id.as_deref() == Some(&session) && e.kind == k)
             .count()
     };
-    tick_until(
+    until(
         &mut e,
         15,
         "session and worker appeared, log lines merged",
@@ -165,7 +143,7 @@ async fn real_server_session_lifecycle_on_the_timeline() {
             serde_json::json!({ "sessionId": session }),
         )
         .await;
-    let u = tick_until(&mut e, 15, "session ended and its processes exited", |u| {
+    let u = until(&mut e, 15, "session ended and its processes exited", |u| {
         of(u, TimelineKind::SessionEnded) == 1 && of(u, TimelineKind::ProcessExited) >= 1
     })
     .await;

@@ -9,23 +9,20 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use debugtop_core::kill::{self, Outcome, PlanOptions};
-use debugtop_core::model::Role;
-use debugtop_core::sampler::{Config, Engine, Update};
-use debugtop_core::verdict::{Finding, FindingKind, Mode, VerdictConfig};
+use debugtop_core::actions::kill;
+use debugtop_core::model::{Finding, FindingKind, Outcome, Role, Update};
+use debugtop_core::sampler::{Config, Engine};
+use debugtop_core::state::plan::{self, PlanOptions};
+use debugtop_core::state::rules::Mode;
 use debugtop_e2e::mcp::{Abandoned, Client, Server};
 use debugtop_e2e::procs::{my_pid, signal_if_same, state_of};
-use debugtop_e2e::{fixture, render, start_ticks, wait_for, Spawned};
+use debugtop_e2e::{finding_of, fixture, render, start_ticks, tick_until, wait_for, Spawned};
 use nix::sys::signal::Signal;
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn engine() -> Engine {
-    Engine::new(Config {
-        health_timeout: Duration::from_millis(700),
-        ..Config::default()
-    })
-    .unwrap()
+    debugtop_e2e::engine(700)
 }
 
 /// Ticks every 400 ms until `done` gives a value, or panics with the last tree and findings.
@@ -33,36 +30,13 @@ async fn until<T>(
     engine: &mut Engine,
     secs: u64,
     what: &str,
-    mut done: impl FnMut(&Update) -> Option<T>,
+    done: impl FnMut(&Update) -> Option<T>,
 ) -> T {
-    let end = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let u = engine.tick().await.expect("tick");
-        if let Some(v) = done(&u) {
-            return v;
-        }
-        if Instant::now() > end {
-            let f: Vec<String> = u
-                .snapshot
-                .findings
-                .iter()
-                .map(|f| format!("{} {:?}", f.id, f.evidence))
-                .collect();
-            panic!(
-                "{what}: not reached in {secs} s\ntree:\n{}\nfindings: {f:#?}",
-                render(&u.snapshot.tree)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(400)).await;
-    }
+    tick_until(engine, secs, Duration::from_millis(400), what, done).await
 }
 
 fn find(u: &Update, kind: FindingKind, pid: u32) -> Option<Finding> {
-    u.snapshot
-        .findings
-        .iter()
-        .find(|f| f.kind == kind && f.pids.contains(&pid))
-        .cloned()
+    finding_of(u, kind, pid)
 }
 
 struct Sentinel(Spawned);
@@ -79,19 +53,6 @@ impl Sentinel {
             self.0.pid
         );
     }
-}
-
-/// True when `/proc/<pid>/status` shows no pending signal (a SIGTERM in flight would show).
-fn no_pending_signals(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .filter(|l| l.starts_with("SigPnd:") || l.starts_with("ShdPnd:"))
-        .all(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .is_some_and(|m| m.chars().all(|c| c == '0'))
-        })
 }
 
 fn session_procs(u: &Update, session: &str) -> Vec<(u32, Role)> {
@@ -382,16 +343,11 @@ async fn stopped_server_with_a_killed_worker_gives_zombie_stopped_unresponsive_t
 
 /// Findings present before a test started anything: not the test's to judge (they are printed
 /// so whoever runs the suite on a busy machine sees them). Two confirmed samples, as `audit`.
-async fn baseline_findings() -> BTreeSet<String> {
-    let mut e = Engine::new(Config {
-        health_timeout: Duration::from_millis(700),
-        verdicts: VerdictConfig {
-            mode: Mode::Audit,
-            ..VerdictConfig::default()
-        },
-        ..Config::default()
-    })
-    .unwrap();
+async fn baseline_findings() -> BTreeSet<debugtop_core::model::FindingId> {
+    let mut config = Config::default();
+    config.sources.health_timeout = Duration::from_millis(700);
+    config.state.verdicts.mode = Mode::Audit;
+    let mut e = Engine::new(config).unwrap();
     let mut last = BTreeSet::new();
     for _ in 0..3 {
         last = e
@@ -535,8 +491,7 @@ async fn identity_change_between_plan_and_execution_is_refused() {
             .then_some(())
     })
     .await;
-    let world = e.last_world().unwrap();
-    let plan = kill::plan(&world.table, &[target], PlanOptions::default());
+    let plan = plan::plan(e.live(), &[target], PlanOptions::default());
     assert_eq!(plan.targets.len(), 1);
     let ticks = plan.targets[0].start_ticks;
     // The planned process goes away and another takes its pid (root: ns_last_pid; a missing
@@ -563,16 +518,11 @@ async fn identity_change_between_plan_and_execution_is_refused() {
         "{report:#?}"
     );
     assert!(!report.all_gone());
-    // Nothing was sent: the newcomer is still the same process, alive (not dying, not a
-    // zombie), and no signal is pending for it (SigPnd/ShdPnd in /proc/<pid>/status empty).
-    assert_eq!(start_ticks(newcomer.pid), start_ticks(target));
+    // Nothing was sent: the newcomer is still the same process, alive, nothing pending.
+    let newcomer_ticks = start_ticks(newcomer.pid).unwrap();
     assert!(
-        state_of(newcomer.pid).is_some_and(|s| s != 'Z' && s != 'X'),
-        "the newcomer was not signalled"
-    );
-    assert!(
-        no_pending_signals(newcomer.pid),
-        "a signal is pending for the newcomer"
+        debugtop_e2e::procs::untouched(newcomer.pid, newcomer_ticks),
+        "the newcomer was signalled"
     );
     sentinel.assert_alive();
 }

@@ -31,12 +31,12 @@ test('the tree follows a stream of updates and marks new rows', async () => {
   // A second update with one more process: its row is highlighted as new.
   const next = clone(sample);
   const extra = clone(next.tree[0].children[1].children[0].children[0]);
-  extra.id = 'proc:1102:1';
+  extra.id = 'proc:1102.1';
   extra.pid = 1102;
   extra.children = [];
   next.tree[0].children[1].children[0].children.push(extra);
   await push(page, next, 2);
-  await page.waitForSelector('[data-id="proc:1102:1"].fresh');
+  await page.waitForSelector('[data-id="proc:1102.1"].fresh');
   assert.match(await page.textContent('[data-testid=status]'), /tick 2/);
   assert.deepEqual(errors, []);
   await page.close();
@@ -47,10 +47,10 @@ test('expand, collapse and keyboard navigation', async () => {
   await push(page, sample);
   const session = page.locator('[data-id="debug:b8487178-f7b0-4c7a-8a9d-7390e6b8c356"]');
   await session.locator('button.twisty').click();
-  await page.waitForSelector('[data-id="proc:1019:7133"]', { state: 'detached' });
+  await page.waitForSelector('[data-id="proc:1019.7133"]', { state: 'detached' });
   assert.match(await session.textContent(), /\+4/, 'a collapsed node says how many processes it hides');
   await session.locator('button.twisty').click();
-  await page.waitForSelector('[data-id="proc:1019:7133"]');
+  await page.waitForSelector('[data-id="proc:1019.7133"]');
   // Keyboard: select the first row, go down twice, collapse with ArrowLeft.
   await page.click('[data-id="server:997"]');
   await page.focus('[data-testid=tree]');
@@ -58,7 +58,7 @@ test('expand, collapse and keyboard navigation', async () => {
   await page.keyboard.press('ArrowDown');
   assert.equal(await page.getAttribute('[aria-selected=true]', 'data-id'), 'debug:039dbe75-9135-4c77-9446-8308a6b6c1e9');
   await page.keyboard.press('ArrowLeft');
-  await page.waitForSelector('[data-id="proc:1100:7700"]', { state: 'detached' });
+  await page.waitForSelector('[data-id="proc:1100.7700"]', { state: 'detached' });
   await page.close();
 });
 
@@ -76,7 +76,7 @@ test('filter keeps matches and their ancestors', async () => {
 test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async () => {
   const finding = sample.findings[0];
   const { page } = await open(browser, srv.url, {
-    plan_kill: finding.plan,
+    plan_kill: { id: 7, plan: finding.plan },
     execute_kill: {
       progress: [
         { step: 'signalled', pid: 1040, signal: 'SIGTERM' },
@@ -93,7 +93,7 @@ test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async 
     },
   });
   await push(page, sample);
-  await page.click('[data-id="proc:1019:7133"]');
+  await page.click('[data-id="proc:1019.7133"]');
   await page.focus('[data-testid=tree]');
   await page.keyboard.press('k');
   await page.waitForSelector('[data-testid=kill-dialog]');
@@ -108,8 +108,12 @@ test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async 
   const outcomes = await page.textContent('[data-testid=kill-outcomes]');
   assert.match(outcomes, /1019\s*adapter\s*killed/);
   assert.match(outcomes, /1040\s*watchdog\s*exited/);
-  const executed = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'execute_kill').args.plan);
-  assert.deepEqual(executed, finding.plan, 'the plan shown is the plan executed');
+  // The webview names the plan the backend holds; it never sends a plan of its own.
+  const executed = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'execute_kill').args);
+  assert.equal(executed.planId, 7, 'the plan shown is the plan executed, by id');
+  assert.equal(executed.plan, undefined, 'no plan travels from the webview');
+  const shown = await page.$$eval('[data-testid=kill-dialog] tbody tr td.mono:first-child', (tds) => tds.map((t) => Number(t.textContent)));
+  assert.deepEqual(shown.slice(0, finding.plan.targets.length), finding.plan.targets.map((t) => t.pid), 'every planned pid is shown, in order');
   await page.click('[data-testid=kill-close]');
   await page.close();
 });
@@ -199,10 +203,10 @@ test('hostile text from a process is shown literally and runs nothing', async ()
   evil.findings[0].evidence.push('<script>alert(2)</script>');
   const { page, errors } = await open(browser, srv.url);
   await push(page, evil);
-  await page.click('[data-id="proc:1019:7133"]');
+  await page.click('[data-id="proc:1019.7133"]');
   await page.waitForSelector('[data-testid=detail] .argv');
   assert.equal(await page.textContent('[data-testid=detail] .argv'), payload);
-  assert.ok((await page.textContent('[data-id="proc:1019:7133"]')).includes(payload));
+  assert.ok((await page.textContent('[data-id="proc:1019.7133"]')).includes(payload));
   assert.equal(await page.locator('img').count(), 0, 'no element was created from the text');
   assert.equal(await page.locator('main script').count(), 0);
   // Let every pending render and image load settle (two frames), then check nothing ran.
@@ -266,5 +270,15 @@ test('a 5,000-row update is measured (target ≤ 16 ms, asserted only against gr
   assert.ok(domMedian < 500, `5,000-row update took ${domMedian.toFixed(1)} ms to reach the DOM`);
   fs.mkdirSync(new URL('../../target/', import.meta.url), { recursive: true });
   fs.writeFileSync(new URL('../../target/ui-5000-rows.txt', import.meta.url), line + '\n');
+  await page.close();
+});
+
+test('a failed tick is said in the status bar until a tick succeeds again', async () => {
+  const { page } = await open(browser, srv.url);
+  await push(page, sample, 1);
+  await page.evaluate(() => window.__push('subscribe:onError', 'cannot read the process table at /proc: Permission denied'));
+  await page.waitForSelector('[data-testid=tick-error]:has-text("sampling failed: cannot read the process table")');
+  await page.evaluate(() => window.__push('subscribe:onError', null));
+  await page.waitForSelector('[data-testid=tick-error]', { state: 'detached' });
   await page.close();
 });

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Parser;
+use debugtop_core::actions::kill;
 use debugtop_core::collect::linux::ProcfsCollector;
-use debugtop_core::kill::{self, PlanOptions};
+use debugtop_core::model::LiveTable;
 use debugtop_core::sampler::{Config, Engine};
 
 #[derive(Debug, Parser)]
@@ -161,70 +162,74 @@ fn main() -> anyhow::Result<()> {
     let base = floor_pass();
     println!("processes on the machine before spawning: {base}\n");
 
+    let largest = a.n.iter().copied().max().unwrap_or(0);
     for &n in &a.n {
-        let crowd = Crowd::spawn(n)?;
-        // Steady state means processes older than the collector's "young" window (2 s), whose
-        // argv is no longer re-read.
-        std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(500));
-        let total = floor_pass();
-        println!("== N = {n} spawned ({total} processes in /proc) ==");
-        let floor = time_ms(a.reps, || {
-            floor_pass();
-        });
-        line("floor: read /proc/<pid>/stat for every pid", floor, "ms");
-        let mut c = ProcfsCollector::new()?;
-        let t = Instant::now();
-        c.scan()?;
-        let first = t.elapsed().as_secs_f64() * 1000.0;
-        line(
-            "collector: first scan (cold identity cache)",
-            Stats {
-                median: first,
-                min: first,
-                max: first,
-            },
-            "ms",
-        );
-        let steady = time_ms(a.reps, || {
-            let _ = c.scan();
-        });
-        line("collector: steady scan (identity cache warm)", steady, "ms");
-        let ps = time_ms(a.reps.min(7), || {
-            let _ = Command::new("ps")
-                .args(["-eo", "pid,ppid,pgid,stat,args"])
-                .stdout(Stdio::null())
-                .status();
-        });
-        line("ps -eo pid,ppid,pgid,stat,args", ps, "ms");
-        println!(
-            "ratio steady/floor: {:.2}   ratio ps/steady: {:.1}",
-            steady.median / floor.median,
-            ps.median / steady.median
-        );
-
-        if n == *a.n.iter().max().unwrap_or(&n) {
-            // Collector CPU at a 1 s interval, from /proc/self/stat.
-            let t0 = cpu_ticks_self();
-            let start = Instant::now();
-            for i in 0..a.cpu_secs {
-                let _ = c.scan();
-                let next = Duration::from_secs(i + 1);
-                std::thread::sleep(next.saturating_sub(start.elapsed()));
-            }
-            let used = (cpu_ticks_self() - t0) as f64 / 100.0;
-            let pct = used / start.elapsed().as_secs_f64() * 100.0;
-            println!(
-                "collector CPU at 1 s over {} s with {total} processes: {pct:.2} % of a core",
-                a.cpu_secs
-            );
-        }
-        drop(crowd);
-        println!();
+        collector_at(&a, n, n == largest)?;
     }
 
     rt.block_on(async { server_tick(&a).await })?;
     rt.block_on(async { exit_latency(&a).await })?;
     kill_latency(&a)?;
+    Ok(())
+}
+
+/// The collector against the floor and `ps` with `n` extra processes; with `cpu`, also its CPU
+/// at a 1 s interval.
+fn collector_at(a: &Args, n: usize, cpu: bool) -> anyhow::Result<()> {
+    let crowd = Crowd::spawn(n)?;
+    // Steady state means processes older than the collector's "young" window (2 s), whose
+    // argv is no longer re-read.
+    std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(500));
+    let total = floor_pass();
+    println!("== N = {n} spawned ({total} processes in /proc) ==");
+    let floor = time_ms(a.reps, || {
+        floor_pass();
+    });
+    line("floor: read /proc/<pid>/stat for every pid", floor, "ms");
+    let mut c = ProcfsCollector::new()?;
+    let t = Instant::now();
+    c.scan()?;
+    let first = t.elapsed().as_secs_f64() * 1000.0;
+    let once = Stats {
+        median: first,
+        min: first,
+        max: first,
+    };
+    line("collector: first scan (cold identity cache)", once, "ms");
+    let steady = time_ms(a.reps, || {
+        let _ = c.scan();
+    });
+    line("collector: steady scan (identity cache warm)", steady, "ms");
+    let ps = time_ms(a.reps.min(7), || {
+        let _ = Command::new("ps")
+            .args(["-eo", "pid,ppid,pgid,stat,args"])
+            .stdout(Stdio::null())
+            .status();
+    });
+    line("ps -eo pid,ppid,pgid,stat,args", ps, "ms");
+    println!(
+        "ratio steady/floor: {:.2}   ratio ps/steady: {:.1}",
+        steady.median / floor.median,
+        ps.median / steady.median
+    );
+    if cpu {
+        // Collector CPU at a 1 s interval, from /proc/self/stat.
+        let t0 = cpu_ticks_self();
+        let start = Instant::now();
+        for i in 0..a.cpu_secs {
+            let _ = c.scan();
+            let next = Duration::from_secs(i + 1);
+            std::thread::sleep(next.saturating_sub(start.elapsed()));
+        }
+        let used = (cpu_ticks_self() - t0) as f64 / 100.0;
+        let pct = used / start.elapsed().as_secs_f64() * 100.0;
+        println!(
+            "collector CPU at 1 s over {} s with {total} processes: {pct:.2} % of a core",
+            a.cpu_secs
+        );
+    }
+    drop(crowd);
+    println!();
     Ok(())
 }
 
@@ -309,15 +314,25 @@ fn kill_latency(a: &Args) -> anyhow::Result<()> {
             std::thread::sleep(Duration::from_millis(50));
             let mut c = ProcfsCollector::new()?;
             let table = c.scan()?;
-            let plan = kill::plan(
-                &table,
-                &[child.id()],
-                PlanOptions {
+            let live = LiveTable::new(&table.procs, debugtop_core::sources::self_info());
+            // The child is outside every server's tree: planned as `--force` does.
+            let plan = kill::plan_for(
+                &kill::KillRequest::Pid {
+                    pid: child.id(),
                     tree: false,
-                    force: true,
-                    grace,
                 },
-            );
+                &[],
+                &live,
+                kill::KillOptions {
+                    grace: Some(grace),
+                    force: true,
+                },
+            )?;
+            if plan.targets.is_empty() {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!("the kill plan refused the benchmark's own child: {:?}", plan.refused);
+            }
             // Reap concurrently, as a parent would, so "exited" is observable.
             let t = Instant::now();
             let report = std::thread::scope(|s| {

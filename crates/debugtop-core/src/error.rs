@@ -1,5 +1,6 @@
 //! The one error type of `debugtop-core`. Every variant says, in words, what went wrong and
-//! with what, so the CLI and the app can show it as it is.
+//! with what, so the CLI and the app can show it as it is (the app sends the message as a
+//! string over IPC).
 
 use std::path::PathBuf;
 
@@ -30,6 +31,83 @@ pub enum Error {
         /// The underlying error.
         source: serde_json::Error,
     },
+    /// A string that should be an identity is not one.
+    #[error("{text:?} is not {what}")]
+    NotAnId {
+        /// What was expected (`a process identity (pid.start-ticks)`, …).
+        what: &'static str,
+        /// What was given (cut at 80 characters).
+        text: String,
+    },
+    /// A log file could not be read this time (the tail keeps trying).
+    #[error("cannot read {path}: {detail}")]
+    Log {
+        /// The file.
+        path: PathBuf,
+        /// Why, in words.
+        detail: String,
+    },
+    /// A file could not be read or written.
+    #[error("cannot {what} {path}: {source}")]
+    File {
+        /// `read`, `write`, …
+        what: &'static str,
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A snapshot file is too big to be one.
+    #[error("{path} is {size} bytes; a snapshot is at most {limit} bytes: not read")]
+    TooLarge {
+        /// The file.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The cap.
+        limit: u64,
+    },
+    /// Not JSON, or cut short.
+    #[error("{what} at line {line}, column {column}: {detail}")]
+    Malformed {
+        /// `the snapshot is truncated` or `the snapshot is not valid JSON`.
+        what: &'static str,
+        /// Line.
+        line: usize,
+        /// Column.
+        column: usize,
+        /// The parser's message.
+        detail: String,
+    },
+    /// No schema tag: not a debugtop snapshot.
+    #[error("not a debugtop snapshot: no \"schema\": \"debugtop.snapshot/…\" field at the top")]
+    NotASnapshot,
+    /// A major version this build does not read.
+    #[error("this snapshot is {found}; this build reads {reads} only{hint}")]
+    OtherMajor {
+        /// The schema tag found.
+        found: String,
+        /// The one this build reads.
+        reads: &'static str,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// The right schema, but a field has the wrong shape.
+    #[error("the snapshot does not match {schema} at {path}: {detail}")]
+    WrongShape {
+        /// The schema.
+        schema: &'static str,
+        /// Where (`processes[3].state`).
+        path: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A kill was asked for something that is not (or no longer) there.
+    #[error("{0}")]
+    NothingToKill(String),
+    /// A kill plan id that is unknown, or was already executed.
+    #[error("no kill plan {0} is waiting: plans are made by plan_kill and run at most once")]
+    NoSuchPlan(u64),
 }
 
 /// Shorthand used across the crate.

@@ -1,19 +1,25 @@
 //! debugtop's engine: what a debug server really has running, and what it left behind.
 //!
-//! `collect` reads the process table and classifies every process by role; `snapshot` turns what
-//! is known into the versioned, redacted document that the CLI prints, the app shows and bug
-//! reports carry. This crate has no Tauri or UI dependency: `debugtop-cli` and the desktop app
-//! are both thin layers over it.
+//! Data flows one way: `sources` read the machine into one [`model::Observation`] per tick;
+//! `state::State::step` folds it — reconciliation, verdict rules, timeline — into a
+//! [`model::Update`], purely; the `sampler` publishes updates to the views; `actions` (audit,
+//! kill, export) are the only paths the CLI and the app take. `model` is the schema every
+//! boundary shares, `redact` the bottom layer both use. No Tauri, no UI: `debugtop-cli` and the
+//! desktop app are thin layers over this crate.
+//!
+//! Where to add things: a rule → `state::rules` (one function, listed in `RULES`); a source →
+//! `sources` (a field of the observation); an action → `actions`.
 
+pub mod actions;
 pub mod collect;
 pub mod error;
-pub mod kill;
 pub mod model;
-pub mod reconcile;
+pub mod redact;
+pub mod report;
 pub mod sampler;
-pub mod snapshot;
 pub mod sources;
-pub mod timeline;
-pub mod verdict;
+pub mod state;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use error::{Error, Result};

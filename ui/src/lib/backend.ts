@@ -3,7 +3,7 @@
 import { Channel, invoke } from '@tauri-apps/api/core';
 import type { Update } from './bindings/Update';
 import type { Snapshot } from './bindings/Snapshot';
-import type { KillPlan } from './bindings/KillPlan';
+import type { HeldPlan } from './bindings/HeldPlan';
 import type { KillReport } from './bindings/KillReport';
 import type { KillRequest } from './bindings/KillRequest';
 import type { Progress } from './bindings/Progress';
@@ -11,19 +11,23 @@ import type { AuditResult } from './bindings/AuditResult';
 import type { Settings } from './bindings/Settings';
 import type { ExportFormat } from './bindings/ExportFormat';
 
-export function subscribe(onUpdate: (u: Update) => void): Promise<void> {
-  const channel = new Channel<Update>();
-  channel.onmessage = onUpdate;
-  return invoke('subscribe', { onUpdate: channel });
+/** Live updates, and tick errors (`null` once ticks succeed again). */
+export function subscribe(onUpdate: (u: Update) => void, onError: (e: string | null) => void): Promise<void> {
+  const updates = new Channel<Update>();
+  updates.onmessage = onUpdate;
+  const errors = new Channel<string | null>();
+  errors.onmessage = onError;
+  return invoke('subscribe', { onUpdate: updates, onError: errors });
 }
 
 export const currentSnapshot = () => invoke<Snapshot | null>('current_snapshot');
-export const planKill = (request: KillRequest) => invoke<KillPlan>('plan_kill', { request });
+/** Plans live in the backend: the UI shows a held plan and executes it by id, once. */
+export const planKill = (request: KillRequest) => invoke<HeldPlan>('plan_kill', { request });
 
-export function executeKill(plan: KillPlan, onProgress: (p: Progress) => void): Promise<KillReport> {
+export function executeKill(planId: number, onProgress: (p: Progress) => void): Promise<KillReport> {
   const channel = new Channel<Progress>();
   channel.onmessage = onProgress;
-  return invoke<KillReport>('execute_kill', { plan, onProgress: channel });
+  return invoke<KillReport>('execute_kill', { planId, onProgress: channel });
 }
 
 export const runAudit = () => invoke<AuditResult>('run_audit');

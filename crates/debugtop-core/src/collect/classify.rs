@@ -5,7 +5,8 @@
 //! Pure functions: the same input always gives the same signature, so they are read once per
 //! process identity and cached.
 
-use super::parse::{basename, option_value, parse_pid, session_from_run_dir, session_id};
+use super::parse::{basename, option_value, session_from_run_dir};
+use crate::model::{parse_pid, session_id};
 use crate::model::{EnvMarkers, Language, ServerMode};
 
 /// What a process's own argv and markers say about it.

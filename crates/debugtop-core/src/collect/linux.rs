@@ -96,7 +96,6 @@ impl ProcfsCollector {
     fn harvest_inner(&mut self, full: bool) -> Result<Harvest> {
         let started = Instant::now();
         self.gen += 1;
-        let gen = self.gen;
         let mut stats = ScanStats::default();
         // rustix's Dir yields names without allocating (std's read_dir allocates per entry).
         let io = |e: rustix::io::Errno| Error::ProcessTable {
@@ -113,19 +112,8 @@ impl ProcfsCollector {
         )
         .map_err(io)?;
         let mut dir = rustix::fs::Dir::read_from(&dir_fd).map_err(io)?;
-        let now = Instant::now();
-        // Age is measured in ticks against the uptime clock, not the wall clock: boot time is
-        // only known to the second and drifts from wall time (0.75 s seen here).
-        let young_ticks = YOUNG.as_secs().saturating_mul(self.ticks_per_sec);
-        let now_ticks = uptime_ticks(&self.root, self.ticks_per_sec);
+        let mut pass = Pass::new(self, full);
         let mut samples = Vec::with_capacity(self.cache.len() + 64);
-        // The hot path: one open + read of /proc/<pid>/stat per process (the floor), into
-        // reused buffers, parsed without allocating. procfs is used for everything read once
-        // per identity (argv, environment, uid, cwd). Measured in BENCHMARKS.md.
-        let mut path = self.root.to_string_lossy().into_owned();
-        path.push('/');
-        let base_len = path.len();
-        let mut buf = Vec::with_capacity(1024);
         for entry in dir.by_ref() {
             let Ok(entry) = entry else {
                 stats.vanished += 1;
@@ -138,108 +126,154 @@ impl ProcfsCollector {
             let Ok(name) = std::str::from_utf8(raw) else {
                 continue;
             };
-            if !full {
-                if let Ok(pid) = name.parse::<u32>() {
-                    if self.cache.skip_unwatched(pid, gen, now) {
-                        stats.processes += 1;
-                        continue;
-                    }
-                }
+            if let Some(s) = self.sample(name, &mut pass, &mut stats) {
+                samples.push(s);
             }
-            path.truncate(base_len);
-            path.push_str(name);
-            path.push_str("/stat");
-            buf.clear();
-            match std::fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut buf)) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    stats.denied += 1;
-                    continue;
-                }
-                Err(_) => {
-                    stats.vanished += 1;
-                    continue;
-                }
-            }
-            let Some(stat) = parse_stat(&buf) else {
-                stats.vanished += 1;
-                continue;
-            };
-            let (pid, ppid, pgid, sid) = (stat.pid, stat.ppid, stat.pgrp, stat.session);
-            let state = ProcState::from_letter(stat.state);
-            let start_time = self.start_time(stat.starttime);
-            // Unknown uptime: treat everything as young (correct, only slower).
-            let young = now_ticks.is_none_or(|n| n.saturating_sub(stat.starttime) < young_ticks);
-            // An exec changes the command name: re-read what an identity says about itself.
-            let exec_seen = self
-                .cache
-                .comm_changed(pid, stat.starttime, comm_hash(&buf));
-            let ident = match self.cache.get(pid, stat.starttime) {
-                Some(known) if !young && !exec_seen => Arc::clone(known),
-                known => {
-                    let known = known.cloned();
-                    let proc = match Process::new_with_root(self.root.join(name)) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            count(&mut stats, &e);
-                            continue;
-                        }
-                    };
-                    match read_ident(&proc, state, known.as_deref(), &mut stats) {
-                        Some(fresh) => {
-                            if known.is_none() {
-                                stats.new_identities += 1;
-                            }
-                            match known {
-                                Some(k) if *k == fresh => k,
-                                Some(_) => {
-                                    // It exec'd (or the pid was reused within one clock tick):
-                                    // what we concluded about the old image no longer holds.
-                                    self.cache.forget(pid);
-                                    Arc::new(fresh)
-                                }
-                                None => Arc::new(fresh),
-                            }
-                        }
-                        None => continue,
-                    }
-                }
-            };
-            let cpu_ticks = stat.utime.saturating_add(stat.stime);
-            let cpu_percent = self.cache.observe(
-                pid,
-                stat.starttime,
-                Arc::clone(&ident),
-                cpu_ticks,
-                self.ticks_per_sec,
-                now,
-                gen,
-            );
-            if let Some(age) = now_ticks.map(|n| n.saturating_sub(stat.starttime)) {
-                let age = Duration::from_millis(age.saturating_mul(1000) / self.ticks_per_sec);
-                self.cache
-                    .set_born(pid, now.checked_sub(age).unwrap_or(now));
-            }
-            stats.processes += 1;
-            samples.push(Sample {
-                pid,
-                ppid,
-                pgid,
-                sid,
-                state,
-                start_ticks: stat.starttime,
-                start_time,
-                cpu_percent,
-                rss_bytes: stat.rss.saturating_mul(self.page_size),
-                ident,
-            });
         }
-        stats.exited = u32::try_from(self.cache.sweep(gen)).unwrap_or(u32::MAX);
+        stats.exited = u32::try_from(self.cache.sweep(self.gen)).unwrap_or(u32::MAX);
         Ok(Harvest {
             samples,
             stats,
             started,
         })
+    }
+
+    /// One process of a pass: its stat read into the pass's buffer (the hot path: one open
+    /// and read, parsed without allocating), its identity from the cache or read once. `None`
+    /// for a process skipped (unwatched and old), vanished or unreadable (counted).
+    fn sample(&mut self, name: &str, pass: &mut Pass, stats: &mut ScanStats) -> Option<Sample> {
+        if !pass.full {
+            if let Ok(pid) = name.parse::<u32>() {
+                if self.cache.skip_unwatched(pid, self.gen, pass.now) {
+                    stats.processes += 1;
+                    return None;
+                }
+            }
+        }
+        pass.path.truncate(pass.base_len);
+        pass.path.push_str(name);
+        pass.path.push_str("/stat");
+        pass.buf.clear();
+        match std::fs::File::open(&pass.path).and_then(|mut f| f.read_to_end(&mut pass.buf)) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                stats.denied += 1;
+                return None;
+            }
+            Err(_) => {
+                stats.vanished += 1;
+                return None;
+            }
+        }
+        let Some(stat) = parse_stat(&pass.buf) else {
+            stats.vanished += 1;
+            return None;
+        };
+        let state = ProcState::from_letter(stat.state);
+        let ident = self.identity(name, &stat, state, pass, stats)?;
+        let cpu_ticks = stat.utime.saturating_add(stat.stime);
+        let cpu_percent = self.cache.observe(
+            stat.pid,
+            stat.starttime,
+            Arc::clone(&ident),
+            cpu_ticks,
+            self.ticks_per_sec,
+            pass.now,
+            self.gen,
+        );
+        if let Some(age) = pass.now_ticks.map(|n| n.saturating_sub(stat.starttime)) {
+            let age = Duration::from_millis(age.saturating_mul(1000) / self.ticks_per_sec);
+            self.cache
+                .set_born(stat.pid, pass.now.checked_sub(age).unwrap_or(pass.now));
+        }
+        stats.processes += 1;
+        Some(Sample {
+            pid: stat.pid,
+            ppid: stat.ppid,
+            pgid: stat.pgrp,
+            sid: stat.session,
+            state,
+            start_ticks: stat.starttime,
+            start_time: self.start_time(stat.starttime),
+            cpu_percent,
+            rss_bytes: stat.rss.saturating_mul(self.page_size),
+            ident,
+        })
+    }
+
+    /// What the process says about itself: cached per identity, re-read while it is young
+    /// (between fork and exec a child shows its parent's argv) or when it exec'd (its command
+    /// name changed). `None` when it vanished meanwhile.
+    fn identity(
+        &mut self,
+        name: &str,
+        stat: &super::parse::StatFields,
+        state: ProcState,
+        pass: &Pass,
+        stats: &mut ScanStats,
+    ) -> Option<Arc<Ident>> {
+        let pid = stat.pid;
+        // Unknown uptime: treat everything as young (correct, only slower).
+        let young = pass
+            .now_ticks
+            .is_none_or(|n| n.saturating_sub(stat.starttime) < pass.young_ticks);
+        let exec_seen = self
+            .cache
+            .comm_changed(pid, stat.starttime, comm_hash(&pass.buf));
+        let known = match self.cache.get(pid, stat.starttime) {
+            Some(known) if !young && !exec_seen => return Some(Arc::clone(known)),
+            known => known.cloned(),
+        };
+        let proc = match Process::new_with_root(self.root.join(name)) {
+            Ok(p) => p,
+            Err(e) => {
+                count(stats, &e);
+                return None;
+            }
+        };
+        let fresh = read_ident(&proc, state, known.as_deref(), stats)?;
+        Some(match known {
+            None => {
+                stats.new_identities += 1;
+                Arc::new(fresh)
+            }
+            Some(k) if *k == fresh => k,
+            Some(_) => {
+                // It exec'd (or the pid was reused within one clock tick): what we concluded
+                // about the old image no longer holds.
+                self.cache.forget(pid);
+                Arc::new(fresh)
+            }
+        })
+    }
+}
+
+/// What one pass reuses across processes: the path and read buffers, and its clocks.
+struct Pass {
+    full: bool,
+    now: Instant,
+    now_ticks: Option<u64>,
+    young_ticks: u64,
+    path: String,
+    base_len: usize,
+    buf: Vec<u8>,
+}
+
+impl Pass {
+    fn new(c: &ProcfsCollector, full: bool) -> Self {
+        let mut path = c.root.to_string_lossy().into_owned();
+        path.push('/');
+        Self {
+            full,
+            now: Instant::now(),
+            // Age is measured in ticks against the uptime clock, not the wall clock: boot time
+            // is only known to the second and drifts from wall time (0.75 s seen here).
+            now_ticks: uptime_ticks(&c.root, c.ticks_per_sec),
+            young_ticks: YOUNG.as_secs().saturating_mul(c.ticks_per_sec),
+            base_len: path.len(),
+            path,
+            buf: Vec::with_capacity(1024),
+        }
     }
 }
 

@@ -46,10 +46,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
 
-use crate::model::{EnvMarkers, Language, Proc, ProcState, Role, ServerInfo};
+use crate::model::{
+    EnvMarkers, Language, Proc, ProcState, ProcessTable, Role, ScanStats, ServerInfo,
+};
 use classify::Signature;
 
 pub use relate::relate;
@@ -294,45 +294,6 @@ impl IdentityCache {
     }
 }
 
-/// Counters of one scan, so a partial read is visible instead of silent.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[ts(export)]
-pub struct ScanStats {
-    /// Processes read.
-    pub processes: u32,
-    /// Identities seen for the first time (argv read).
-    pub new_identities: u32,
-    /// Identities from the previous scan that are gone.
-    pub exited: u32,
-    /// Processes that vanished while being read (normal; skipped).
-    pub vanished: u32,
-    /// Processes with something we may not read (another user's environ; skipped or partial).
-    pub denied: u32,
-    /// Wall time of the scan, in microseconds.
-    #[ts(type = "number")]
-    pub duration_us: u64,
-}
-
-/// The result of one scan: every process that belongs to a debug server, resolved.
-#[derive(Debug, Clone)]
-pub struct ProcessTable {
-    /// When the scan finished.
-    pub taken_at: DateTime<Utc>,
-    /// Server-related processes, sorted by (server, pid).
-    pub procs: Vec<Proc>,
-    /// The servers among them.
-    pub servers: Vec<ServerInfo>,
-    /// Counters.
-    pub stats: ScanStats,
-}
-
-impl ProcessTable {
-    /// The process with this pid, if it is server-related.
-    pub fn get(&self, pid: u32) -> Option<&Proc> {
-        self.procs.iter().find(|p| p.pid == pid)
-    }
-}
-
 /// Every process of one pass, before roles are resolved.
 #[derive(Debug)]
 pub struct Harvest {
@@ -350,6 +311,54 @@ impl Harvest {
     }
 }
 
+fn server_info(s: &Sample) -> Option<ServerInfo> {
+    let Signature::Server {
+        mode,
+        port,
+        log_file,
+        ..
+    } = &s.ident.signature
+    else {
+        return None;
+    };
+    Some(ServerInfo {
+        pid: s.pid,
+        start_time: s.start_time,
+        mode: *mode,
+        port: *port,
+        log_file: log_file.clone(),
+        pkg_dir: s.ident.pkg_dir.clone(),
+    })
+}
+
+fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
+    let owner_pid = match &s.ident.signature {
+        Signature::Worker { owner_pid, .. } => Some(*owner_pid),
+        _ => None,
+    };
+    Proc {
+        pid: s.pid,
+        ppid: s.ppid,
+        pgid: s.pgid,
+        sid: s.sid,
+        state: s.state,
+        start_time: s.start_time,
+        start_ticks: s.start_ticks,
+        uid: s.ident.uid,
+        role: r.memory.role.unwrap_or(Role::Other),
+        argv: s.ident.argv.clone(),
+        markers: s.ident.markers.clone(),
+        cpu_percent: s.cpu_percent,
+        rss_bytes: s.rss_bytes,
+        server_pid: r.memory.server_pid,
+        session_id: r.memory.session_id,
+        language: r.memory.language,
+        owner_pid,
+        remembered_ppid: r.remembered_ppid,
+        exited_at: None,
+    }
+}
+
 /// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
 pub(crate) fn finish(harvest: Harvest, cache: &mut IdentityCache) -> ProcessTable {
     let Harvest {
@@ -363,47 +372,10 @@ pub(crate) fn finish(harvest: Harvest, cache: &mut IdentityCache) -> ProcessTabl
     for (i, r) in resolved {
         let s = &samples[i];
         cache.remember(s.pid, s.start_ticks, r.memory.clone());
-        if let Signature::Server {
-            mode,
-            port,
-            log_file,
-            ..
-        } = &s.ident.signature
-        {
-            servers.push(ServerInfo {
-                pid: s.pid,
-                start_time: s.start_time,
-                mode: *mode,
-                port: *port,
-                log_file: log_file.clone(),
-                pkg_dir: s.ident.pkg_dir.clone(),
-            });
+        if let Some(server) = server_info(s) {
+            servers.push(server);
         }
-        let owner_pid = match &s.ident.signature {
-            Signature::Worker { owner_pid, .. } => Some(*owner_pid),
-            _ => None,
-        };
-        procs.push(Proc {
-            pid: s.pid,
-            ppid: s.ppid,
-            pgid: s.pgid,
-            sid: s.sid,
-            state: s.state,
-            start_time: s.start_time,
-            start_ticks: s.start_ticks,
-            uid: s.ident.uid,
-            role: r.memory.role.unwrap_or(Role::Other),
-            argv: s.ident.argv.clone(),
-            markers: s.ident.markers.clone(),
-            cpu_percent: s.cpu_percent,
-            rss_bytes: s.rss_bytes,
-            server_pid: r.memory.server_pid,
-            session_id: r.memory.session_id,
-            language: r.memory.language,
-            owner_pid,
-            remembered_ppid: r.remembered_ppid,
-            exited_at: None,
-        });
+        procs.push(proc_of(s, r));
     }
     procs.sort_by_key(|p| (p.server_pid.unwrap_or(u32::MAX), p.pid));
     servers.sort_by_key(|s| s.pid);

@@ -3,7 +3,7 @@
 //! Everything a process exposes is untrusted: it may be huge, not UTF-8, or shaped to confuse us.
 //! These functions are pure, never panic, and bound what they keep.
 
-use crate::model::EnvMarkers;
+use crate::model::{parse_pid, session_id, EnvMarkers};
 
 /// The most argv we keep per process. Longer command lines are cut (and marked) so one hostile
 /// process cannot make every snapshot huge.
@@ -63,21 +63,6 @@ pub fn parse_env_markers(raw: &[u8]) -> EnvMarkers {
     m
 }
 
-/// A pid as a positive decimal integer that fits in `u32` (and the kernel's range); anything
-/// else — empty, signed, non-numeric, zero, overflowing — is `None`.
-pub fn parse_pid(s: &str) -> Option<u32> {
-    let s = s.trim();
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 10 {
-        return None;
-    }
-    match s.parse::<u32>() {
-        Ok(0) | Err(_) => None,
-        // PID_MAX_LIMIT is 2^22; anything above cannot be a pid.
-        Ok(p) if p > 4_194_304 => None,
-        Ok(p) => Some(p),
-    }
-}
-
 /// The `"pid"` field of js-debug's `NODE_INSPECTOR_INFO` JSON (a string or a number).
 fn inspector_pid(json: &str) -> Option<u32> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
@@ -86,16 +71,6 @@ fn inspector_pid(json: &str) -> Option<u32> {
         serde_json::Value::Number(n) => n.as_u64().and_then(|n| parse_pid(&n.to_string())),
         _ => None,
     }
-}
-
-/// A debug session id as carried on command lines and paths: 1–128 characters of
-/// `[A-Za-z0-9_-]`. Anything else is not trusted as an id.
-pub fn session_id(s: &str) -> Option<String> {
-    let ok = !s.is_empty()
-        && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    ok.then(|| s.to_owned())
 }
 
 /// The session id inside a `…/sessions/<id>/run-…` path (debugpy's `DEBUGPY_LOG_DIR`).

@@ -64,35 +64,7 @@ impl SysinfoCollector {
                 Some(k) => Arc::clone(k),
                 None => {
                     stats.new_identities += 1;
-                    let mut raw = Vec::new();
-                    for a in p.cmd() {
-                        raw.extend_from_slice(a.as_encoded_bytes());
-                        raw.push(0);
-                    }
-                    let argv = parse_cmdline(&raw);
-                    let markers = if is_env_candidate(&argv) {
-                        let mut env = Vec::new();
-                        for e in p.environ() {
-                            env.extend_from_slice(e.as_encoded_bytes());
-                            env.push(0);
-                        }
-                        parse_env_markers(&env)
-                    } else {
-                        EnvMarkers::default()
-                    };
-                    let signature = classify(&argv, &markers);
-                    let pkg_dir = match &signature {
-                        Signature::Server { script, .. } => pkg_dir_of(script),
-                        _ => None,
-                    };
-                    let uid = p.user_id().and_then(|u| u.to_string().parse::<u32>().ok());
-                    Arc::new(Ident {
-                        argv,
-                        markers,
-                        signature,
-                        uid,
-                        pkg_dir,
-                    })
+                    Arc::new(ident_of(p))
                 }
             };
             let _ = self
@@ -124,6 +96,36 @@ impl SysinfoCollector {
             },
             &mut self.cache,
         ))
+    }
+}
+
+/// What a process says about itself, read once per identity.
+fn ident_of(p: &sysinfo::Process) -> Ident {
+    let nul_joined = |parts: &[std::ffi::OsString]| {
+        let mut raw = Vec::new();
+        for a in parts {
+            raw.extend_from_slice(a.as_encoded_bytes());
+            raw.push(0);
+        }
+        raw
+    };
+    let argv = parse_cmdline(&nul_joined(p.cmd()));
+    let markers = if is_env_candidate(&argv) {
+        parse_env_markers(&nul_joined(p.environ()))
+    } else {
+        EnvMarkers::default()
+    };
+    let signature = classify(&argv, &markers);
+    let pkg_dir = match &signature {
+        Signature::Server { script, .. } => pkg_dir_of(script),
+        _ => None,
+    };
+    Ident {
+        uid: p.user_id().and_then(|u| u.to_string().parse::<u32>().ok()),
+        argv,
+        markers,
+        signature,
+        pkg_dir,
     }
 }
 

@@ -90,44 +90,54 @@ fn resolve(
             remembered_ppid: m.ppid.filter(|pp| *pp != s.ppid),
         })
     } else {
-        let p = parent.as_ref().map(|p| &p.memory);
-        let role = own
-            .role
-            .or_else(|| p.and_then(|p| p.role).map(child_role))
-            .or_else(|| remembered.and_then(|m| m.role))
-            .unwrap_or(Role::Other);
-        let server_pid = own
-            .server_pid
-            .or_else(|| p.and_then(|p| p.server_pid))
-            .or(s.ident.markers.main_pid)
-            .or_else(|| remembered.and_then(|m| m.server_pid));
-        let session_id = own
-            .session_id
-            .or_else(|| p.and_then(|p| p.session_id.clone()))
-            .or_else(|| remembered.and_then(|m| m.session_id.clone()));
-        let language = own
-            .language
-            .or_else(|| p.and_then(|p| p.language))
-            .or_else(|| remembered.and_then(|m| m.language));
-        let in_tree_parent = parent.is_some().then_some(s.ppid);
-        let old_parent = remembered.and_then(|m| m.ppid);
-        Some(Resolved {
-            memory: Memory {
-                role: Some(role),
-                server_pid,
-                session_id,
-                language,
-                ppid: in_tree_parent.or(old_parent),
-            },
-            remembered_ppid: if in_tree_parent.is_none() {
-                old_parent.filter(|pp| *pp != s.ppid)
-            } else {
-                None
-            },
-        })
+        Some(combine(
+            s,
+            own,
+            parent.as_ref().map(|p| &p.memory),
+            remembered,
+        ))
     };
     memo[i] = Some(result.clone());
     result
+}
+
+/// A process in a tree: what it says of itself first, then what its parent passes down, then
+/// what was remembered about it.
+fn combine(s: &Sample, own: Memory, p: Option<&Memory>, remembered: Option<&Memory>) -> Resolved {
+    let role = own
+        .role
+        .or_else(|| p.and_then(|p| p.role).map(child_role))
+        .or_else(|| remembered.and_then(|m| m.role))
+        .unwrap_or(Role::Other);
+    let server_pid = own
+        .server_pid
+        .or_else(|| p.and_then(|p| p.server_pid))
+        .or(s.ident.markers.main_pid)
+        .or_else(|| remembered.and_then(|m| m.server_pid));
+    let session_id = own
+        .session_id
+        .or_else(|| p.and_then(|p| p.session_id.clone()))
+        .or_else(|| remembered.and_then(|m| m.session_id.clone()));
+    let language = own
+        .language
+        .or_else(|| p.and_then(|p| p.language))
+        .or_else(|| remembered.and_then(|m| m.language));
+    let in_tree_parent = p.is_some().then_some(s.ppid);
+    let old_parent = remembered.and_then(|m| m.ppid);
+    Resolved {
+        memory: Memory {
+            role: Some(role),
+            server_pid,
+            session_id,
+            language,
+            ppid: in_tree_parent.or(old_parent),
+        },
+        remembered_ppid: if in_tree_parent.is_none() {
+            old_parent.filter(|pp| *pp != s.ppid)
+        } else {
+            None
+        },
+    }
 }
 
 /// The role of an unrecognised child, from its parent's role.

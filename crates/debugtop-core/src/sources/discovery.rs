@@ -5,19 +5,11 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::model::{ServerInfo, ServerMode};
+use crate::model::{Endpoints, ServerInfo, ServerMode};
 
-/// Where a server's facts are.
+/// Where a server's files are.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerEndpoints {
-    /// The server.
-    pub pid: u32,
-    /// TCP ports it listens on (sorted).
-    pub listening: Vec<u16>,
-    /// The base URL for `/health`, when the server speaks HTTP and its port is known.
-    pub base_url: Option<String>,
-    /// Whether the argv port was confirmed by a listening socket.
-    pub port_confirmed: bool,
+pub struct ServerFiles {
     /// The CLI per-pid log (`<pkgdir>/../logs/debug-mcp-server-<pid>.log`).
     pub cli_log: Option<PathBuf>,
     /// `--log-file` (absolute), where debug-session lines go; else the CLI log holds them too.
@@ -26,8 +18,8 @@ pub struct ServerEndpoints {
     pub sessions_dir: PathBuf,
 }
 
-/// Finds the endpoints of a server.
-pub fn endpoints(server: &ServerInfo) -> ServerEndpoints {
+/// Where a server listens (its socket inodes matched against its TCP tables).
+pub fn endpoints(server: &ServerInfo) -> Endpoints {
     let listening = listening_ports(server.pid);
     let port_confirmed = server.port.is_some_and(|p| listening.contains(&p));
     let port = if port_confirmed {
@@ -42,6 +34,16 @@ pub fn endpoints(server: &ServerInfo) -> ServerEndpoints {
         ServerMode::Http => port.map(|p| format!("http://127.0.0.1:{p}")),
         ServerMode::Sse | ServerMode::Stdio => None,
     };
+    Endpoints {
+        listening,
+        base_url,
+        port_confirmed,
+    }
+}
+
+/// Where a server's logs are (from its argv and package directory, made absolute against its
+/// working directory).
+pub fn files(server: &ServerInfo) -> ServerFiles {
     let cli_log = server
         .pkg_dir
         .as_deref()
@@ -65,18 +67,14 @@ pub fn endpoints(server: &ServerInfo) -> ServerEndpoints {
             .join("debug-mcp-server")
             .join("sessions"),
     };
-    ServerEndpoints {
-        pid: server.pid,
-        listening,
-        base_url,
-        port_confirmed,
+    ServerFiles {
         cli_log,
         log_file,
         sessions_dir,
     }
 }
 
-impl ServerEndpoints {
+impl ServerFiles {
     /// The log files to tail for the server itself: the CLI log, `--log-file`, and winston's
     /// rotated siblings of each (`server1.log`, `server2.log`, …) that exist now.
     pub fn server_logs(&self) -> Vec<PathBuf> {
@@ -243,7 +241,7 @@ mod tests {
             log_file: Some("/l/server.log".into()),
             pkg_dir: Some("/n/node_modules/@debugmcp/mcp-debugger".into()),
         };
-        let e = endpoints(&s);
+        let e = files(&s);
         assert_eq!(
             e.cli_log,
             Some(PathBuf::from(

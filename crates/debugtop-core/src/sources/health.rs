@@ -7,119 +7,14 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use ts_rs::TS;
 
-use crate::collect::parse::session_id;
+use crate::model::{session_id, Health, HealthError, HttpSessionDetail};
 
 /// Default request timeout (connect + headers + body).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1500);
 /// The largest body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
-
-/// What `/health` said.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[ts(export)]
-pub struct Health {
-    /// `status` (`"ok"` when healthy).
-    pub status: String,
-    /// `mode`, when given.
-    pub mode: Option<String>,
-    /// `connections`, when given.
-    pub connections: Option<u32>,
-    /// HTTP session ids (`sessions`).
-    pub sessions: Vec<String>,
-    /// Per-HTTP-session details (newer servers only).
-    pub details: Option<Vec<HttpSessionDetail>>,
-}
-
-/// One entry of the newer `details` array.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[ts(export)]
-pub struct HttpSessionDetail {
-    /// The HTTP session id.
-    pub http_session: String,
-    /// Open streams, when given.
-    pub open_streams: Option<u32>,
-    /// Idle time in ms, when given.
-    #[ts(type = "number | null")]
-    pub idle_ms: Option<u64>,
-    /// The debug sessions it holds.
-    pub debug_sessions: Vec<String>,
-}
-
-/// Why a health check failed, in words.
-#[derive(
-    Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize, TS, schemars::JsonSchema,
-)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-#[ts(export)]
-pub enum HealthError {
-    /// Nothing listens there.
-    #[error("connection refused: nothing is listening at {url}")]
-    Refused {
-        /// The URL.
-        url: String,
-    },
-    /// No (complete) answer in time: a hung or stopped (SIGSTOP) server, or a slow drip.
-    #[error("no answer within {ms} ms from {url}: the server is hung, stopped, or too slow")]
-    TimedOut {
-        /// The URL.
-        url: String,
-        /// The timeout.
-        #[ts(type = "number")]
-        ms: u64,
-    },
-    /// A status other than 200.
-    #[error("{url} answered HTTP {status}")]
-    Status {
-        /// The URL.
-        url: String,
-        /// The status code.
-        status: u16,
-    },
-    /// More than [`MAX_BODY`] bytes.
-    #[error("{url} sent more than {limit} bytes; ignored")]
-    TooLarge {
-        /// The URL.
-        url: String,
-        /// The cap.
-        limit: u32,
-    },
-    /// The body is not JSON.
-    #[error("{url} did not answer JSON: {detail}")]
-    NotJson {
-        /// The URL.
-        url: String,
-        /// Parser message.
-        detail: String,
-    },
-    /// JSON, but not the `/health` shape.
-    #[error("{url} answered JSON of an unexpected shape: {detail}")]
-    WrongShape {
-        /// The URL.
-        url: String,
-        /// What is wrong.
-        detail: String,
-    },
-    /// The connection closed before the whole answer arrived.
-    #[error("{url} closed the connection mid-answer: {detail}")]
-    Incomplete {
-        /// The URL.
-        url: String,
-        /// What failed.
-        detail: String,
-    },
-    /// Any other transport failure.
-    #[error("cannot reach {url}: {detail}")]
-    Connect {
-        /// The URL.
-        url: String,
-        /// What failed.
-        detail: String,
-    },
-}
 
 /// A reusable health client.
 #[derive(Debug, Clone)]

@@ -10,149 +10,15 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, TimeZone, Utc};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use ts_rs::TS;
 
-use crate::collect::parse::{parse_pid, session_id};
+use crate::error::{Error, Result};
+use crate::model::{parse_pid, session_id, LogEvent, LogEventKind, LogOrigin, TailStats};
 
 /// Lines longer than this are skipped (and counted), never buffered whole.
 pub const MAX_LINE: usize = 64 * 1024;
 /// The most bytes read from one file per poll: a huge backlog is caught up over several ticks.
 pub const MAX_READ_PER_POLL: usize = 4 * 1024 * 1024;
-
-/// What happened, according to a log line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-#[ts(export)]
-pub enum LogEventKind {
-    /// `HTTP session initialized: <id>`.
-    HttpSessionInitialized {
-        /// HTTP session id.
-        http_session: String,
-    },
-    /// `HTTP session closed: <id>`.
-    HttpSessionClosed {
-        /// HTTP session id.
-        http_session: String,
-    },
-    /// `Reaping stale HTTP session <id> (idle 41s, no open streams).`
-    HttpSessionReaped {
-        /// HTTP session id.
-        http_session: String,
-        /// Idle seconds, as logged.
-        idle_secs: Option<u64>,
-    },
-    /// `[SessionManager] Created new session: <name> (ID: <id>), state: created`, or `session:created`.
-    DebugSessionCreated {
-        /// Debug session id.
-        session_id: String,
-        /// Its name, when logged.
-        name: Option<String>,
-        /// Its language, when logged.
-        language: Option<String>,
-    },
-    /// `[SM _updateSessionState <id>] State change: <from> -> <to>`.
-    StateChanged {
-        /// Debug session id.
-        session_id: String,
-        /// Old state.
-        from: String,
-        /// New state.
-        to: String,
-    },
-    /// `Session <id> marked as STOPPED/TERMINATED.`
-    SessionStopped {
-        /// Debug session id.
-        session_id: String,
-    },
-    /// `Closing debug session: <id>. Active proxy: yes|no`.
-    DebugSessionClosing {
-        /// Debug session id.
-        session_id: String,
-        /// Whether a proxy was active.
-        active_proxy: bool,
-    },
-    /// `session:closed`.
-    DebugSessionClosed {
-        /// Debug session id.
-        session_id: String,
-    },
-    /// `Closing all debug sessions (N active)`.
-    ClosingAll {
-        /// How many.
-        active: u32,
-    },
-    /// `[ProxyManager] Proxy spawned with PID: <pid>` (session from the preceding
-    /// `Spawning proxy for session <id>` line).
-    ProxySpawned {
-        /// The worker's pid.
-        pid: u32,
-        /// Its session, tied by line order.
-        session_id: Option<String>,
-    },
-    /// `[ProxyManager] Stopping proxy for session <id>`.
-    ProxyStopping {
-        /// Debug session id.
-        session_id: String,
-    },
-    /// `Timeout waiting for proxy exit. Force killing.` (session tied by line order).
-    ProxyForceKilled {
-        /// The session being stopped, by line order.
-        session_id: Option<String>,
-    },
-    /// `Proxy exited. Code: <c>, Signal: <s>` (session tied by line order).
-    ProxyExited {
-        /// Exit code.
-        code: Option<i32>,
-        /// Signal name.
-        signal: Option<String>,
-        /// The session being stopped, by line order.
-        session_id: Option<String>,
-    },
-    /// `[ProxyManager <id>] Exit: code=…, signal=…, expected=…`: a worker died under a session.
-    WorkerExited {
-        /// Debug session id.
-        session_id: String,
-        /// Exit code.
-        code: Option<i32>,
-        /// Signal name.
-        signal: Option<String>,
-        /// Whether the server expected it (`undefined` when it did not know).
-        expected: Option<bool>,
-    },
-    /// `[proxy-reaper] Killed orphan proxy worker pid=<p> owner_pid=<o> session=<id>`.
-    ReaperKilledOrphan {
-        /// The worker killed.
-        pid: u32,
-        /// Its dead owner.
-        owner_pid: Option<u32>,
-        /// Its session.
-        session_id: Option<String>,
-    },
-    /// `[AdapterManager] Spawned adapter process PID: <pid> (…)` in `proxy-<id>.log`.
-    AdapterSpawned {
-        /// The adapter's pid.
-        pid: u32,
-        /// The session (from the line's namespace or the file name).
-        session_id: Option<String>,
-    },
-}
-
-/// One event read from a log, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[ts(export)]
-pub struct LogEvent {
-    /// The line's timestamp (ISO string or epoch ms, both forms are logged).
-    pub at: Option<DateTime<Utc>>,
-    /// The file.
-    pub file: String,
-    /// 1-based line number in the file (since the tail started at its beginning).
-    #[ts(type = "number")]
-    pub line: u64,
-    /// What happened.
-    pub kind: LogEventKind,
-}
 
 /// Per-file parser state: the two lines that carry no session id are tied to the preceding
 /// `Spawning proxy…` / `Stopping proxy…` line.
@@ -188,81 +54,19 @@ impl LineParser {
         Some((at, kind))
     }
 
+    /// The first parser that recognises the message wins.
     fn message(&mut self, m: &str, v: &Value) -> Option<LogEventKind> {
-        let field = |k: &str| v.get(k).and_then(Value::as_str).and_then(session_id);
-        // Structured lines first: their message is a fixed tag.
-        match m {
-            "session:created" => {
-                return Some(LogEventKind::DebugSessionCreated {
-                    session_id: field("sessionId")?,
-                    name: v.get("sessionName").and_then(Value::as_str).map(bounded),
-                    language: v.get("language").and_then(Value::as_str).map(bounded),
-                })
-            }
-            "session:closed" => {
-                return Some(LogEventKind::DebugSessionClosed {
-                    session_id: field("sessionId")?,
-                })
-            }
-            _ => {}
-        }
-        if let Some(id) = m.strip_prefix("HTTP session initialized: ") {
-            return Some(LogEventKind::HttpSessionInitialized {
-                http_session: session_id(id.trim())?,
-            });
-        }
-        if let Some(id) = m.strip_prefix("HTTP session closed: ") {
-            return Some(LogEventKind::HttpSessionClosed {
-                http_session: session_id(id.trim())?,
-            });
-        }
-        if let Some(rest) = m.strip_prefix("Reaping stale HTTP session ") {
-            let (id, rest) = rest.split_once(' ')?;
-            let idle_secs = rest
-                .strip_prefix("(idle ")
-                .and_then(|r| r.split_once('s'))
-                .and_then(|(n, _)| n.parse().ok());
-            return Some(LogEventKind::HttpSessionReaped {
-                http_session: session_id(id)?,
-                idle_secs,
-            });
-        }
-        if let Some(rest) = m.strip_prefix("[SessionManager] Created new session: ") {
-            let (name, rest) = rest.rsplit_once(" (ID: ")?;
-            let (id, _) = rest.split_once(')')?;
-            return Some(LogEventKind::DebugSessionCreated {
-                session_id: session_id(id)?,
-                name: Some(bounded(name)),
-                language: None,
-            });
-        }
-        if let Some(rest) = m.strip_prefix("[SM _updateSessionState ") {
-            let (id, rest) = rest.split_once("] State change: ")?;
-            let (from, to) = rest.split_once(" -> ")?;
-            return Some(LogEventKind::StateChanged {
-                session_id: session_id(id)?,
-                from: bounded(from.trim()),
-                to: bounded(to.trim()),
-            });
-        }
-        if let Some(rest) = m.strip_prefix("Session ") {
-            if let Some(id) = rest.strip_suffix(" marked as STOPPED/TERMINATED.") {
-                return Some(LogEventKind::SessionStopped {
-                    session_id: session_id(id)?,
-                });
-            }
-        }
-        if let Some(rest) = m.strip_prefix("Closing debug session: ") {
-            let (id, rest) = rest.split_once(". Active proxy: ")?;
-            return Some(LogEventKind::DebugSessionClosing {
-                session_id: session_id(id)?,
-                active_proxy: rest.trim().starts_with("yes"),
-            });
-        }
-        if let Some(rest) = m.strip_prefix("Closing all debug sessions (") {
-            let n = rest.split_once(' ')?.0.parse().ok()?;
-            return Some(LogEventKind::ClosingAll { active: n });
-        }
+        structured(m, v)
+            .or_else(|| http_line(m))
+            .or_else(|| session_line(m))
+            .or_else(|| self.proxy_line(m))
+            .or_else(|| reaper_line(m))
+            .or_else(|| self.adapter_line(m, v))
+    }
+
+    /// The ProxyManager's lines; two of them carry no session id and are tied to the
+    /// preceding `Spawning proxy…` / `Stopping proxy…` line.
+    fn proxy_line(&mut self, m: &str) -> Option<LogEventKind> {
         if let Some(rest) = m.strip_prefix("[ProxyManager] Spawning proxy for session ") {
             self.spawning = rest.split_once('.').and_then(|(id, _)| session_id(id));
             return None;
@@ -291,54 +95,142 @@ impl LineParser {
                 session_id: self.stopping.take(),
             });
         }
-        if let Some(rest) = m.strip_prefix("[ProxyManager ") {
-            if let Some((id, rest)) = rest.split_once("] Exit: code=") {
-                let (code, rest) = rest.split_once(", signal=")?;
-                let (signal, expected) = rest.split_once(", expected=")?;
-                return Some(LogEventKind::WorkerExited {
-                    session_id: session_id(id)?,
-                    code: code.trim().parse().ok(),
-                    signal: signal_name(signal),
-                    expected: match expected.trim() {
-                        "true" => Some(true),
-                        "false" => Some(false),
-                        _ => None,
-                    },
-                });
-            }
-        }
-        if let Some(rest) = m.strip_prefix("[proxy-reaper] Killed orphan proxy worker ") {
-            let mut pid = None;
-            let mut owner = None;
-            let mut sid = None;
-            for kv in rest.split_whitespace() {
-                match kv.split_once('=') {
-                    Some(("pid", p)) => pid = parse_pid(p),
-                    Some(("owner_pid", p)) => owner = parse_pid(p),
-                    Some(("session", s)) => sid = session_id(s),
-                    _ => {}
-                }
-            }
-            return Some(LogEventKind::ReaperKilledOrphan {
-                pid: pid?,
-                owner_pid: owner,
-                session_id: sid,
-            });
-        }
-        if let Some(rest) = m.strip_prefix("[AdapterManager] Spawned adapter process PID: ") {
-            let pid = parse_pid(rest.split(' ').next()?)?;
-            let ns_session = v
-                .get("namespace")
-                .and_then(Value::as_str)
-                .and_then(|n| n.strip_prefix("dap-proxy:"))
-                .and_then(session_id);
-            return Some(LogEventKind::AdapterSpawned {
-                pid,
-                session_id: ns_session.or_else(|| self.file_session.clone()),
-            });
-        }
-        None
+        worker_exit_line(m)
     }
+
+    /// `[AdapterManager] Spawned adapter process PID: <pid> (…)` in a proxy log.
+    fn adapter_line(&self, m: &str, v: &Value) -> Option<LogEventKind> {
+        let rest = m.strip_prefix("[AdapterManager] Spawned adapter process PID: ")?;
+        let pid = parse_pid(rest.split(' ').next()?)?;
+        let ns_session = v
+            .get("namespace")
+            .and_then(Value::as_str)
+            .and_then(|n| n.strip_prefix("dap-proxy:"))
+            .and_then(session_id);
+        Some(LogEventKind::AdapterSpawned {
+            pid,
+            session_id: ns_session.or_else(|| self.file_session.clone()),
+        })
+    }
+}
+
+/// Structured lines: their message is a fixed tag and the fields carry the data.
+fn structured(m: &str, v: &Value) -> Option<LogEventKind> {
+    let field = |k: &str| v.get(k).and_then(Value::as_str).and_then(session_id);
+    match m {
+        "session:created" => Some(LogEventKind::DebugSessionCreated {
+            session_id: field("sessionId")?,
+            name: v.get("sessionName").and_then(Value::as_str).map(bounded),
+            language: v.get("language").and_then(Value::as_str).map(bounded),
+        }),
+        "session:closed" => Some(LogEventKind::DebugSessionClosed {
+            session_id: field("sessionId")?,
+        }),
+        _ => None,
+    }
+}
+
+/// The CLI's HTTP session lines.
+fn http_line(m: &str) -> Option<LogEventKind> {
+    if let Some(id) = m.strip_prefix("HTTP session initialized: ") {
+        return Some(LogEventKind::HttpSessionInitialized {
+            http_session: session_id(id.trim())?,
+        });
+    }
+    if let Some(id) = m.strip_prefix("HTTP session closed: ") {
+        return Some(LogEventKind::HttpSessionClosed {
+            http_session: session_id(id.trim())?,
+        });
+    }
+    let rest = m.strip_prefix("Reaping stale HTTP session ")?;
+    let (id, rest) = rest.split_once(' ')?;
+    let idle_secs = rest
+        .strip_prefix("(idle ")
+        .and_then(|r| r.split_once('s'))
+        .and_then(|(n, _)| n.parse().ok());
+    Some(LogEventKind::HttpSessionReaped {
+        http_session: session_id(id)?,
+        idle_secs,
+    })
+}
+
+/// The SessionManager's lines: created, state changes, stopped, closing.
+fn session_line(m: &str) -> Option<LogEventKind> {
+    if let Some(rest) = m.strip_prefix("[SessionManager] Created new session: ") {
+        let (name, rest) = rest.rsplit_once(" (ID: ")?;
+        let (id, _) = rest.split_once(')')?;
+        return Some(LogEventKind::DebugSessionCreated {
+            session_id: session_id(id)?,
+            name: Some(bounded(name)),
+            language: None,
+        });
+    }
+    if let Some(rest) = m.strip_prefix("[SM _updateSessionState ") {
+        let (id, rest) = rest.split_once("] State change: ")?;
+        let (from, to) = rest.split_once(" -> ")?;
+        return Some(LogEventKind::StateChanged {
+            session_id: session_id(id)?,
+            from: bounded(from.trim()),
+            to: bounded(to.trim()),
+        });
+    }
+    if let Some(id) = m
+        .strip_prefix("Session ")
+        .and_then(|r| r.strip_suffix(" marked as STOPPED/TERMINATED."))
+    {
+        return Some(LogEventKind::SessionStopped {
+            session_id: session_id(id)?,
+        });
+    }
+    if let Some(rest) = m.strip_prefix("Closing debug session: ") {
+        let (id, rest) = rest.split_once(". Active proxy: ")?;
+        return Some(LogEventKind::DebugSessionClosing {
+            session_id: session_id(id)?,
+            active_proxy: rest.trim().starts_with("yes"),
+        });
+    }
+    let rest = m.strip_prefix("Closing all debug sessions (")?;
+    let n = rest.split_once(' ')?.0.parse().ok()?;
+    Some(LogEventKind::ClosingAll { active: n })
+}
+
+/// `[ProxyManager <id>] Exit: code=…, signal=…, expected=…`: a worker died under a session.
+fn worker_exit_line(m: &str) -> Option<LogEventKind> {
+    let rest = m.strip_prefix("[ProxyManager ")?;
+    let (id, rest) = rest.split_once("] Exit: code=")?;
+    let (code, rest) = rest.split_once(", signal=")?;
+    let (signal, expected) = rest.split_once(", expected=")?;
+    Some(LogEventKind::WorkerExited {
+        session_id: session_id(id)?,
+        code: code.trim().parse().ok(),
+        signal: signal_name(signal),
+        expected: match expected.trim() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        },
+    })
+}
+
+/// `[proxy-reaper] Killed orphan proxy worker pid=<p> owner_pid=<o> session=<id>`.
+fn reaper_line(m: &str) -> Option<LogEventKind> {
+    let rest = m.strip_prefix("[proxy-reaper] Killed orphan proxy worker ")?;
+    let mut pid = None;
+    let mut owner = None;
+    let mut sid = None;
+    for kv in rest.split_whitespace() {
+        match kv.split_once('=') {
+            Some(("pid", p)) => pid = parse_pid(p),
+            Some(("owner_pid", p)) => owner = parse_pid(p),
+            Some(("session", s)) => sid = session_id(s),
+            _ => {}
+        }
+    }
+    Some(LogEventKind::ReaperKilledOrphan {
+        pid: pid?,
+        owner_pid: owner,
+        session_id: sid,
+    })
 }
 
 /// The JSON object of a line. Concurrent writers sometimes interleave two records on one line
@@ -381,39 +273,17 @@ fn bounded(s: &str) -> String {
     s.chars().take(200).collect()
 }
 
-/// Counters of one tail.
-#[derive(
-    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema,
-)]
-#[ts(export)]
-pub struct TailStats {
-    /// Complete lines read.
-    #[ts(type = "number")]
-    pub lines: u64,
-    /// Lines that became events.
-    #[ts(type = "number")]
-    pub events: u64,
-    /// Lines that carry nothing tracked, or are not JSON.
-    #[ts(type = "number")]
-    pub skipped: u64,
-    /// Lines longer than [`MAX_LINE`], skipped.
-    #[ts(type = "number")]
-    pub oversized: u64,
-    /// Times the file was truncated or replaced (rotation) and read again from the start.
-    pub restarts: u32,
-}
-
-/// Why a tail could not be read this time (it keeps trying).
-#[derive(Debug, thiserror::Error)]
-pub enum TailError {
-    /// Reading failed.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        source: std::io::Error,
-    },
+/// Opens a path that came from another process's argv without letting it steer us: no symlink
+/// followed at the last component, and non-blocking, so a FIFO named as a log cannot hang the
+/// sampler (the caller checks that what opened is a regular file before reading).
+pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    Ok(File::from(fd))
 }
 
 /// How many bytes before the offset are remembered to recognise the same file content.
@@ -426,6 +296,7 @@ const MARK_LEN: usize = 64;
 #[derive(Debug)]
 pub struct LogTail {
     path: PathBuf,
+    origin: LogOrigin,
     offset: u64,
     identity: Option<(u64, u64)>,
     /// The last bytes consumed (up to [`MARK_LEN`]), ending at `offset`.
@@ -441,10 +312,11 @@ pub struct LogTail {
 
 impl LogTail {
     /// A tail of `path` from its beginning. The file need not exist yet.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    pub fn new(path: impl Into<PathBuf>, origin: LogOrigin) -> Self {
         let path = path.into();
         let parser = LineParser::for_file(&path);
         Self {
+            origin,
             path,
             offset: 0,
             identity: None,
@@ -462,6 +334,11 @@ impl LogTail {
         &self.path
     }
 
+    /// Which kind of log it is.
+    pub fn origin(&self) -> LogOrigin {
+        self.origin
+    }
+
     /// Bytes consumed so far.
     pub fn offset(&self) -> u64 {
         self.offset
@@ -469,18 +346,30 @@ impl LogTail {
 
     /// Reads what was appended since the last poll. A missing file gives no events (it may
     /// appear later).
-    pub fn poll(&mut self) -> Result<Vec<LogEvent>, TailError> {
+    pub fn poll(&mut self) -> Result<Vec<LogEvent>> {
         let path = self.path.clone();
-        let io = |source| TailError::Io {
+        let io = |source: std::io::Error| Error::Log {
             path: path.clone(),
-            source,
+            detail: source.to_string(),
         };
-        let mut file = match File::open(&path) {
+        let mut file = match open_untrusted(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Err(Error::Log {
+                    path,
+                    detail: "a symbolic link: not followed".into(),
+                })
+            }
             Err(e) => return Err(io(e)),
         };
         let meta = file.metadata().map_err(io)?;
+        if !meta.is_file() {
+            return Err(Error::Log {
+                path,
+                detail: "not a regular file (a FIFO, a device or a directory): not read".into(),
+            });
+        }
         let identity = file_identity(&meta);
         let replaced = self.identity.is_some_and(|id| id != identity);
         let truncated = meta.len() < self.offset;
@@ -575,6 +464,7 @@ impl LogTail {
                     out.push(LogEvent {
                         at,
                         file: file.clone(),
+                        origin: self.origin,
                         line: self.line_no,
                         kind,
                     });
@@ -798,7 +688,7 @@ mod tests {
 
     fn tail_of(dir: &tempfile::TempDir) -> (PathBuf, LogTail) {
         let path = dir.path().join("server.log");
-        (path.clone(), LogTail::new(path))
+        (path.clone(), LogTail::new(path, LogOrigin::Server))
     }
 
     fn line(msg: &str) -> String {

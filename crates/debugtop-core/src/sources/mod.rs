@@ -1,7 +1,231 @@
-//! Sources of facts beyond the process table: the server's logs (and, next, `/health` and
-//! discovery of each server's ports and files). Each source reports its own health in words and
-//! never stops the others.
+//! Sources: all of debugtop's I/O except kill. One [`Sources`] reads the process table, the
+//! exits the pidfd watcher saw, each server's listening ports, logs and `/health`, and the
+//! servers given by URL, and returns it as one [`Observation`] per tick. Each source reports its
+//! own health in words and never stops the others; only an unreadable process table is an error.
 
 pub mod discovery;
 pub mod health;
 pub mod logs;
+pub mod server_logs;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use crate::collect::exits::ExitWatcher;
+use crate::collect::{read_stat, Collector};
+use crate::error::Result;
+use crate::model::{
+    Exit, HealthCheck, Observation, ProcId, ProcessTable, RemoteObservation, SelfInfo,
+    ServerObservation, SourceKind, SourceState, SourceStatus,
+};
+use health::HealthClient;
+use server_logs::ServerLogs;
+
+/// Anything that yields observations: the live [`Sources`], or a recording replayed.
+pub trait Observe: Send {
+    /// The next observation.
+    fn observe(&mut self) -> impl Future<Output = Result<Observation>> + Send;
+}
+
+/// What the sources need to know.
+#[derive(Debug, Clone)]
+pub struct SourcesConfig {
+    /// `/health` timeout.
+    pub health_timeout: Duration,
+    /// Servers given by URL (`http://host:port`), asked for `/health` only.
+    pub extra_servers: Vec<String>,
+}
+
+impl Default for SourcesConfig {
+    fn default() -> Self {
+        Self {
+            health_timeout: health::DEFAULT_TIMEOUT,
+            extra_servers: Vec::new(),
+        }
+    }
+}
+
+/// The live sources of this machine.
+#[derive(Debug)]
+pub struct Sources {
+    collector: Collector,
+    exits: Option<Arc<ExitWatcher>>,
+    health: HealthClient,
+    /// Per server identity (pid, start time): a reused pid is another server.
+    logs: BTreeMap<(u32, DateTime<Utc>), ServerLogs>,
+    extra: Vec<String>,
+    host: String,
+}
+
+impl Sources {
+    /// Opens the collector and starts the exit watcher.
+    pub fn new(config: &SourcesConfig) -> Result<Self> {
+        Ok(Self {
+            collector: Collector::new()?,
+            exits: ExitWatcher::start().map(Arc::new),
+            health: HealthClient::new(config.health_timeout),
+            logs: BTreeMap::new(),
+            extra: config
+                .extra_servers
+                .iter()
+                .map(|u| u.trim_end_matches('/').to_owned())
+                .collect(),
+            host: hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Resolves when a watched process exits (for an out-of-band tick); `None` where exits
+    /// cannot be watched.
+    pub fn exit_signal(&self) -> Option<Arc<ExitWatcher>> {
+        self.exits.clone()
+    }
+
+    async fn observe_now(&mut self) -> Result<Observation> {
+        let table = self.collector.scan()?;
+        let exits = self.watched_exits(&table);
+        let mut servers: Vec<ServerObservation> = table
+            .servers
+            .iter()
+            .map(|s| self.server_files(s, &table))
+            .collect();
+        self.ask_health(&mut servers).await;
+        let remote = self.ask_remote().await;
+        let live: BTreeSet<(u32, DateTime<Utc>)> = table
+            .servers
+            .iter()
+            .map(|s| (s.pid, s.start_time))
+            .collect();
+        self.logs.retain(|k, _| live.contains(k));
+        Ok(Observation {
+            at: table.taken_at,
+            host: self.host.clone(),
+            exits,
+            servers,
+            remote,
+            me: self_info(),
+            sources: self.own_status(),
+            table,
+        })
+    }
+
+    /// Arms a pidfd for every live process of the table; returns the exits seen since.
+    fn watched_exits(&self, table: &ProcessTable) -> Vec<Exit> {
+        let Some(w) = &self.exits else {
+            return Vec::new();
+        };
+        w.watch(
+            table
+                .procs
+                .iter()
+                .filter(|p| p.state.is_alive())
+                .map(|p| (p.pid, p.start_ticks)),
+        );
+        w.take_exits()
+            .into_iter()
+            .map(|((pid, ticks), at)| Exit {
+                id: ProcId::new(pid, ticks),
+                at,
+            })
+            .collect()
+    }
+
+    /// One server's ports and logs (health comes after, for all servers at once).
+    fn server_files(
+        &mut self,
+        s: &crate::model::ServerInfo,
+        table: &ProcessTable,
+    ) -> ServerObservation {
+        let endpoints = discovery::endpoints(s);
+        let live: BTreeSet<String> = table
+            .procs
+            .iter()
+            .filter(|p| p.server_pid == Some(s.pid))
+            .filter_map(|p| p.session_id.clone())
+            .collect();
+        let logs = self
+            .logs
+            .entry((s.pid, s.start_time))
+            .or_insert_with(|| ServerLogs::new(s.start_time, discovery::files(s)));
+        let (log_events, logs) = logs.poll(&live, Instant::now());
+        ServerObservation {
+            pid: s.pid,
+            health: None,
+            endpoints,
+            log_events,
+            logs,
+        }
+    }
+
+    /// Every `/health` at once: a hung server costs one timeout, not one per server.
+    async fn ask_health(&self, servers: &mut [ServerObservation]) {
+        let client = &self.health;
+        let asks: Vec<(usize, String)> = servers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| Some((i, s.endpoints.base_url.clone()?)))
+            .collect();
+        let results =
+            futures_util::future::join_all(asks.iter().map(|(_, url)| client.check(url))).await;
+        for ((i, url), result) in asks.into_iter().zip(results) {
+            servers[i].health = Some(HealthCheck { url, result });
+        }
+    }
+
+    async fn ask_remote(&self) -> Vec<RemoteObservation> {
+        let client = &self.health;
+        let results =
+            futures_util::future::join_all(self.extra.iter().map(|u| client.check(u))).await;
+        self.extra
+            .iter()
+            .cloned()
+            .zip(results)
+            .map(|(url, health)| RemoteObservation { url, health })
+            .collect()
+    }
+
+    fn own_status(&self) -> Vec<SourceStatus> {
+        match &self.exits {
+            Some(_) => Vec::new(),
+            None => vec![SourceStatus::new(
+                SourceKind::Exits,
+                None,
+                SourceState::Degraded,
+                "pidfds are not available: exits are seen at the next tick".into(),
+            )],
+        }
+    }
+}
+
+impl Observe for Sources {
+    fn observe(&mut self) -> impl Future<Output = Result<Observation>> + Send {
+        self.observe_now()
+    }
+}
+
+/// This process and its ancestors up to init (kill plans refuse all of them).
+pub fn self_info() -> SelfInfo {
+    let pid = std::process::id();
+    let mut ancestors = Vec::new();
+    let mut cur = pid;
+    for _ in 0..128 {
+        let Some(ppid) = read_stat(cur).map(|s| s.ppid) else {
+            break;
+        };
+        if ppid == 0 || ancestors.contains(&ppid) {
+            break;
+        }
+        ancestors.push(ppid);
+        cur = ppid;
+    }
+    SelfInfo {
+        pid,
+        uid: Some(rustix::process::getuid().as_raw()),
+        ancestors,
+    }
+}

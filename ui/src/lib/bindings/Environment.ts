@@ -14,7 +14,7 @@ debugtop: string,
  */
 servers: Array<ServerVersion>, 
 /**
- * `node --version` of the first server's interpreter.
+ * The node version running the first server, read from files (never by running it).
  */
 node: string | null, 
 /**

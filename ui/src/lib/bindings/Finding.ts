@@ -8,8 +8,8 @@ import type { Severity } from "./Severity";
  */
 export type Finding = { 
 /**
- * Stable id: the kind and the identities (pid.start-ticks) or session it concerns, so a
- * later `debugtop-cli kill <id>` finds the same finding.
+ * Stable id: the kind and the identity it concerns, so a later `debugtop-cli kill <id>`
+ * finds the same finding.
  */
 id: string, 
 /**

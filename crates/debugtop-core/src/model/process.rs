@@ -1,12 +1,11 @@
-//! The schema: what debugtop knows about a machine, as plain data.
-//!
-//! These types are the IPC contract with the UI (TypeScript is generated from them with ts-rs,
-//! never copied by hand) and the body of snapshot files. They hold no behaviour beyond small
-//! helpers, and nothing here touches the OS.
+//! Processes and servers as the process table shows them: roles, states, markers, and one
+//! scan's table.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
+
+use super::ids::ProcId;
 
 /// What a process is, in the debug server's world.
 #[derive(
@@ -22,8 +21,12 @@ use ts_rs::TS;
     Deserialize,
     TS,
     schemars::JsonSchema,
+    strum::Display,
+    strum::IntoStaticStr,
+    strum::EnumString,
 )]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 #[ts(export)]
 pub enum Role {
     /// The debug server itself (`mcp-debugger`).
@@ -45,15 +48,7 @@ pub enum Role {
 impl Role {
     /// The stable string used in JSON, the CLI and the UI.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Server => "server",
-            Role::Worker => "worker",
-            Role::Adapter => "adapter",
-            Role::Launcher => "launcher",
-            Role::Debuggee => "debuggee",
-            Role::Watchdog => "watchdog",
-            Role::Other => "other",
-        }
+        self.into()
     }
 }
 
@@ -148,9 +143,20 @@ impl ProcState {
 
 /// The transport an mcp-debugger server was started with.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
 )]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 #[ts(export)]
 pub enum ServerMode {
     /// Streamable HTTP (`mcp-debugger http`): has `/health`.
@@ -163,9 +169,21 @@ pub enum ServerMode {
 
 /// The languages whose adapters debugtop recognises.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
+    strum::EnumString,
 )]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 #[ts(export)]
 pub enum Language {
     /// js-debug (`vsDebugServer`).
@@ -184,6 +202,21 @@ pub enum Language {
     Dotnet,
     /// rdbg.
     Ruby,
+    /// A language this build does not know (read from a log or an older snapshot).
+    #[serde(other)]
+    #[strum(disabled)]
+    Other,
+}
+
+impl Language {
+    /// The language as mcp-debugger names it in its logs and tools (`"javascript"`, `"rust"`…).
+    pub fn from_server_name(name: &str) -> Option<Self> {
+        match name {
+            "rust" | "cpp" | "c" | "lldb" => Some(Self::Lldb),
+            "typescript" | "node" => Some(Self::Javascript),
+            other => other.parse().ok(),
+        }
+    }
 }
 
 /// Environment variables that tie a process to a server or session. Only these are ever kept:
@@ -207,6 +240,13 @@ impl EnvMarkers {
     /// True when no marker is set.
     pub fn is_empty(&self) -> bool {
         self == &Self::default()
+    }
+}
+
+impl Proc {
+    /// Its identity (pid + start ticks).
+    pub fn id(&self) -> ProcId {
+        ProcId::new(self.pid, self.start_ticks)
     }
 }
 
@@ -276,29 +316,41 @@ pub struct ServerInfo {
     pub pkg_dir: Option<String>,
 }
 
-/// How a source of facts is doing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+/// Counters of one scan, so a partial read is visible instead of silent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
-pub struct SourceStatus {
-    /// Which source: `process-table`, `health`, `logs`.
-    pub source: String,
-    /// The server it concerns, if any.
-    pub server_pid: Option<u32>,
-    /// `ok`, `degraded` or `failed`.
-    pub state: SourceState,
-    /// In words: counts on success, the error when failing.
-    pub detail: String,
+pub struct ScanStats {
+    /// Processes read.
+    pub processes: u32,
+    /// Identities seen for the first time (argv read).
+    pub new_identities: u32,
+    /// Identities from the previous scan that are gone.
+    pub exited: u32,
+    /// Processes that vanished while being read (normal; skipped).
+    pub vanished: u32,
+    /// Processes with something we may not read (another user's environ; skipped or partial).
+    pub denied: u32,
+    /// Wall time of the scan, in microseconds.
+    #[ts(type = "number")]
+    pub duration_us: u64,
 }
 
-/// The health of a source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-#[ts(export)]
-pub enum SourceState {
-    /// Working.
-    Ok,
-    /// Working with losses (e.g. some processes could not be read).
-    Degraded,
-    /// Not working; see the detail.
-    Failed,
+/// The result of one scan: every process that belongs to a debug server, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProcessTable {
+    /// When the scan finished.
+    pub taken_at: DateTime<Utc>,
+    /// Server-related processes, sorted by (server, pid).
+    pub procs: Vec<Proc>,
+    /// The servers among them.
+    pub servers: Vec<ServerInfo>,
+    /// Counters.
+    pub stats: ScanStats,
+}
+
+impl ProcessTable {
+    /// The process with this pid, if it is server-related.
+    pub fn get(&self, pid: u32) -> Option<&Proc> {
+        self.procs.iter().find(|p| p.pid == pid)
+    }
 }

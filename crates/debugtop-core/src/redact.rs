@@ -1,7 +1,10 @@
 //! Redaction: secrets never leave the machine by accident.
 //!
 //! Applied to argv wherever it leaves the core (snapshots, the UI). The debugpy debuggee carries
-//! `--adapter-access-token <secret>`; other tools pass tokens and passwords the same way.
+//! `--adapter-access-token <secret>`; other tools pass tokens and passwords the same way. A
+//! bottom layer: it knows the model's shape and nothing else.
+
+use crate::model::{NodeKind, Snapshot, TreeNode};
 
 /// What replaces a secret.
 pub const REDACTED: &str = "‹redacted›";
@@ -185,14 +188,9 @@ fn token_like(w: &str) -> bool {
     tokenish && digits && letters && !uuid
 }
 
-/// Redacts a whole snapshot in place (this user's home shown as `~`).
-pub fn redact_snapshot(s: &mut crate::snapshot::Snapshot) {
-    redact_snapshot_with(s, home_dir().as_deref());
-}
-
-/// Redacts a whole snapshot in place: argv, process labels, marker paths, log excerpts; `home`
-/// is shown as `~`.
-pub fn redact_snapshot_with(s: &mut crate::snapshot::Snapshot, home: Option<&str>) {
+/// Redacts a whole snapshot in place: argv, process labels, marker paths, findings, plans;
+/// `home` is shown as `~`.
+pub fn redact_snapshot(s: &mut Snapshot, home: Option<&str>) {
     let h = home;
     let path = |p: &str| redact_text(p, h);
     for p in &mut s.processes {
@@ -201,9 +199,9 @@ pub fn redact_snapshot_with(s: &mut crate::snapshot::Snapshot, home: Option<&str
             *d = path(d);
         }
     }
-    fn tree(nodes: &mut [crate::snapshot::TreeNode], h: Option<&str>) {
+    fn tree(nodes: &mut [TreeNode], h: Option<&str>) {
         for n in nodes {
-            if n.kind == crate::snapshot::NodeKind::Process {
+            if n.kind == NodeKind::Process {
                 let argv: Vec<String> = n.label.split(' ').map(str::to_owned).collect();
                 n.label = redact_argv(&argv)
                     .into_iter()
@@ -227,6 +225,12 @@ pub fn redact_snapshot_with(s: &mut crate::snapshot::Snapshot, home: Option<&str
             for t in &mut plan.targets {
                 t.argv = t.argv.iter().map(|a| path(a)).collect();
             }
+        }
+    }
+    for x in &mut s.log_excerpts {
+        x.file = path(&x.file);
+        for l in &mut x.lines {
+            *l = path(l);
         }
     }
     s.redacted = true;

@@ -9,9 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::{Snapshot, TreeNode};
-use crate::reconcile::NodeKind;
-use crate::verdict::{Finding, Severity};
+use crate::model::{Finding, NodeKind, Severity, Snapshot, SourceState, TreeNode};
 
 /// Timeline rows shown (the newest).
 pub const TIMELINE_ROWS: usize = 40;
@@ -33,7 +31,14 @@ fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     writeln!(o)?;
     writeln!(o, "**Summary:** {}", summary(s))?;
     writeln!(o)?;
+    findings(s, o)?;
+    tree(s, o)?;
+    timeline(s, o)?;
+    excerpts(s, o)?;
+    environment(s, o)
+}
 
+fn findings(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     writeln!(o, "## Findings")?;
     writeln!(o)?;
     if s.findings.is_empty() {
@@ -41,45 +46,46 @@ fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
         writeln!(o)?;
     }
     for f in &s.findings {
-        let icon = match f.severity {
-            Severity::Critical => "🔴 CRITICAL",
-            Severity::Warning => "🟠 WARNING",
-            Severity::Info => "🔵 INFO",
-        };
-        writeln!(o, "### {icon} `{}` — `{}`", f.kind.as_str(), f.id)?;
-        writeln!(o)?;
-        let mut meta = Vec::new();
-        if !f.pids.is_empty() {
-            meta.push(format!(
-                "pids {}",
-                f.pids
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        if let Some(sid) = &f.session_id {
-            meta.push(format!("session `{}`", code_inline(sid)));
-        }
-        if let Some(p) = f.server_pid {
-            meta.push(format!("server {p}"));
-        }
-        meta.push(format!("since {}", f.since.format("%H:%M:%S")));
-        writeln!(o, "{}", meta.join(" · "))?;
-        writeln!(o)?;
-        for e in &f.evidence {
-            writeln!(o, "- {}", esc(e))?;
-        }
-        writeln!(o)?;
-        write!(o, "**Suggested:** {}", esc(&f.suggested_action))?;
-        if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
-            write!(o, " — `debugtop-cli kill {}`", f.id)?;
-        }
-        writeln!(o)?;
-        writeln!(o)?;
+        finding(f, o)?;
     }
+    Ok(())
+}
 
+fn finding(f: &Finding, o: &mut String) -> std::fmt::Result {
+    let icon = match f.severity {
+        Severity::Critical => "🔴 CRITICAL",
+        Severity::Warning => "🟠 WARNING",
+        Severity::Info => "🔵 INFO",
+    };
+    writeln!(o, "### {icon} `{}` — `{}`", f.kind, f.id)?;
+    writeln!(o)?;
+    let mut meta = Vec::new();
+    if !f.pids.is_empty() {
+        let pids: Vec<String> = f.pids.iter().map(u32::to_string).collect();
+        meta.push(format!("pids {}", pids.join(", ")));
+    }
+    if let Some(sid) = &f.session_id {
+        meta.push(format!("session `{}`", code_inline(sid)));
+    }
+    if let Some(p) = f.server_pid {
+        meta.push(format!("server {p}"));
+    }
+    meta.push(format!("since {}", f.since.format("%H:%M:%S")));
+    writeln!(o, "{}", meta.join(" · "))?;
+    writeln!(o)?;
+    for e in &f.evidence {
+        writeln!(o, "- {}", esc(e))?;
+    }
+    writeln!(o)?;
+    write!(o, "**Suggested:** {}", esc(&f.suggested_action))?;
+    if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
+        write!(o, " — `debugtop-cli kill {}`", f.id)?;
+    }
+    writeln!(o)?;
+    writeln!(o)
+}
+
+fn tree(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     writeln!(o, "## Process tree")?;
     writeln!(o)?;
     let marks = finding_marks(&s.findings);
@@ -90,73 +96,77 @@ fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     if lines.is_empty() {
         lines.push("(no debug server processes)".to_owned());
     }
-    fenced(o, "text", &lines.join("\n"))?;
+    fenced(o, "text", &lines.join("\n"))
+}
 
+fn timeline(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     writeln!(o, "## Timeline")?;
     writeln!(o)?;
     if s.timeline.is_empty() {
         writeln!(o, "No events recorded.")?;
-    } else {
-        let skip = s.timeline.len().saturating_sub(TIMELINE_ROWS);
-        if skip > 0 {
-            writeln!(
-                o,
-                "The newest {TIMELINE_ROWS} of {} events.",
-                s.timeline.len()
-            )?;
-            writeln!(o)?;
-        }
-        writeln!(o, "| time | event | what | source |")?;
-        writeln!(o, "|---|---|---|---|")?;
-        for e in s.timeline.iter().skip(skip) {
-            let kind = serde_json::to_value(e.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
-            let src = e
-                .source
-                .as_ref()
-                .map(|x| esc(&x.to_string()))
-                .unwrap_or_default();
-            writeln!(
-                o,
-                "| {} | {} | {} | {} |",
-                e.at.format("%H:%M:%S%.3f"),
-                kind,
-                esc(&e.text),
-                src
-            )?;
-        }
+        return writeln!(o);
     }
-    writeln!(o)?;
-
-    if !s.log_excerpts.is_empty() {
-        writeln!(o, "## Log excerpts")?;
+    let skip = s.timeline.len().saturating_sub(TIMELINE_ROWS);
+    if skip > 0 {
+        writeln!(
+            o,
+            "The newest {TIMELINE_ROWS} of {} events.",
+            s.timeline.len()
+        )?;
         writeln!(o)?;
-        for x in &s.log_excerpts {
-            let name = std::path::Path::new(&x.file)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let last = x.first_line + x.lines.len().saturating_sub(1) as u64;
-            let why = x
-                .finding_id
-                .as_deref()
-                .map(|f| format!(" (for `{f}`)"))
-                .unwrap_or_default();
-            writeln!(
-                o,
-                "**{}:{}–{}**{why}, line {} cited:",
-                esc(&name),
-                x.first_line,
-                last,
-                x.cited_line
-            )?;
-            writeln!(o)?;
-            fenced(o, "json", &x.lines.join("\n"))?;
-        }
     }
+    writeln!(o, "| time | event | what | source |")?;
+    writeln!(o, "|---|---|---|---|")?;
+    for e in s.timeline.iter().skip(skip) {
+        let src = e
+            .source
+            .as_ref()
+            .map(|x| esc(&x.to_string()))
+            .unwrap_or_default();
+        writeln!(
+            o,
+            "| {} | {} | {} | {} |",
+            e.at.format("%H:%M:%S%.3f"),
+            e.kind,
+            esc(&e.text),
+            src
+        )?;
+    }
+    writeln!(o)
+}
 
+fn excerpts(s: &Snapshot, o: &mut String) -> std::fmt::Result {
+    if s.log_excerpts.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "## Log excerpts")?;
+    writeln!(o)?;
+    for x in &s.log_excerpts {
+        let name = std::path::Path::new(&x.file)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let last = x.first_line + x.lines.len().saturating_sub(1) as u64;
+        let why = x
+            .finding_id
+            .as_ref()
+            .map(|f| format!(" (for `{f}`)"))
+            .unwrap_or_default();
+        writeln!(
+            o,
+            "**{}:{}–{}**{why}, line {} cited:",
+            esc(&name),
+            x.first_line,
+            last,
+            x.cited_line
+        )?;
+        writeln!(o)?;
+        fenced(o, "json", &x.lines.join("\n"))?;
+    }
+    Ok(())
+}
+
+fn environment(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     writeln!(o, "## Environment")?;
     writeln!(o)?;
     writeln!(o, "| what | value |")?;
@@ -169,16 +179,9 @@ fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
             let ver = v.version.as_deref().unwrap_or("unknown version");
             writeln!(o, "| server {} | {} {} |", v.pid, esc(pkg), esc(ver))?;
         }
-        writeln!(
-            o,
-            "| node | {} |",
-            esc(env.node.as_deref().unwrap_or("unknown"))
-        )?;
-        writeln!(
-            o,
-            "| kernel | {} |",
-            esc(env.kernel.as_deref().unwrap_or("unknown"))
-        )?;
+        let or_unknown = |v: &Option<String>| esc(v.as_deref().unwrap_or("unknown"));
+        writeln!(o, "| node | {} |", or_unknown(&env.node))?;
+        writeln!(o, "| kernel | {} |", or_unknown(&env.kernel))?;
         writeln!(o, "| os | {} |", esc(&env.os))?;
     }
     for src in &s.sources {
@@ -186,24 +189,19 @@ fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
             .server_pid
             .map(|p| format!(" (server {p})"))
             .unwrap_or_default();
-        writeln!(
-            o,
-            "| {}{who} | {:?}: {} |",
-            esc(&src.source),
-            src.state,
-            esc(&src.detail)
-        )?;
+        let state = match src.state {
+            SourceState::Ok => "ok",
+            SourceState::Degraded => "degraded",
+            SourceState::Failed => "failed",
+        };
+        writeln!(o, "| {}{who} | {state}: {} |", src.source, esc(&src.detail))?;
     }
-    writeln!(
-        o,
-        "| redacted | {} |",
-        if s.redacted {
-            "yes"
-        } else {
-            "**no** — this report may contain secrets"
-        }
-    )?;
-    Ok(())
+    let redacted = if s.redacted {
+        "yes"
+    } else {
+        "**no** — this report may contain secrets"
+    };
+    writeln!(o, "| redacted | {redacted} |")
 }
 
 fn summary(s: &Snapshot) -> String {
@@ -284,11 +282,7 @@ fn forest(
         .state
         .map(|s| format!(" [{}]", s.letter()))
         .unwrap_or_default();
-    let status = n
-        .status
-        .as_deref()
-        .map(|s| format!(" ({})", one_line(s)))
-        .unwrap_or_default();
+    let status = n.status.map(|s| format!(" ({s})")).unwrap_or_default();
     let mark = n
         .pid
         .and_then(|p| marks.get(&p))
@@ -357,7 +351,7 @@ fn fenced(o: &mut String, lang: &str, body: &str) -> std::fmt::Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::fixture::sample_snapshot;
+    use crate::testing::sample_snapshot;
 
     #[test]
     fn report_of_a_fixed_model() {

@@ -1,0 +1,140 @@
+//! `debugtop-cli`'s command line, as data: what each flag means for the engine. The binary
+//! (`main.rs`) parses, runs the core's actions and prints; this library exists so the mapping
+//! from flags to the engine's configuration is one function that tests can hold against the
+//! app's mapping from its settings.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use debugtop_core::actions::audit::AuditConfig;
+use debugtop_core::actions::export::ExportFormat;
+
+/// The longest SIGTERM → SIGKILL grace a kill accepts, in milliseconds.
+pub const MAX_GRACE_MS: u64 = 60_000;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "debugtop-cli",
+    version,
+    about = "What your debug server really has running, and what it left behind."
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Take one reconciled snapshot of every debug server on this machine (found without flags).
+    Snapshot {
+        /// Also ask this server's /health (`http://host:port`); repeatable.
+        #[arg(long = "server", value_name = "URL")]
+        servers: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+        /// Write to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Keep secrets in argv (off by default: snapshots are meant to be shared).
+        #[arg(long)]
+        no_redact: bool,
+    },
+    /// Stream updates: one line per tick (NDJSON with --json, a summary otherwise). Tick errors
+    /// go to stderr, one line each; the stream goes on.
+    Watch {
+        /// Tick interval in milliseconds.
+        #[arg(long, default_value_t = 1000)]
+        interval: u64,
+        /// Also ask this server's /health; repeatable.
+        #[arg(long = "server", value_name = "URL")]
+        servers: Vec<String>,
+        /// NDJSON: each line is one update (snapshot and the log events of that tick).
+        #[arg(long)]
+        json: bool,
+        /// Stop after this many updates (default: run until interrupted).
+        #[arg(long)]
+        count: Option<u64>,
+    },
+    /// Run the liveness audit: exit 0 when clean, 1 with findings, 2 when it could not audit.
+    Audit {
+        /// What the audit looks at.
+        #[command(flatten)]
+        args: AuditArgs,
+        /// JSON instead of a readable report.
+        #[arg(long)]
+        json: bool,
+    },
+    /// End a process (or what a finding names) safely: plan, SIGTERM, wait, SIGKILL, verify.
+    /// Exit 0 only if every targeted process is verified gone.
+    Kill {
+        /// A pid, or a finding id from `audit` (e.g. `leaked-adapter:1234.5678`).
+        target: String,
+        /// Also every descendant of the pid (a finding always includes what it started).
+        #[arg(long)]
+        tree: bool,
+        /// Milliseconds between SIGTERM and SIGKILL (at most 60000; default: the finding's
+        /// suggested grace, else 3000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_GRACE_MS))]
+        grace_ms: Option<u64>,
+        /// Print the plan and stop.
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
+        /// Allow a pid outside every debug server's tree: it (and, with --tree, its
+        /// descendants, read from /proc now) joins the plan as a process of no role. pid 1,
+        /// debugtop itself and its ancestors are refused even so, and so are other users'
+        /// processes unless run as root. Without --force such a pid is refused.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// What an audit looks at.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AuditArgs {
+    /// Also ask this server's /health (`http://host:port`); repeatable.
+    #[arg(long = "server", value_name = "URL")]
+    pub servers: Vec<String>,
+    /// Seconds a log-dated condition must have held (a session ended this long ago and its
+    /// worker still runs).
+    #[arg(long, default_value_t = 6.0)]
+    pub grace: f64,
+}
+
+impl Default for AuditArgs {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            grace: 6.0,
+        }
+    }
+}
+
+/// Output format of `snapshot`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    /// The `debugtop.snapshot/1` document.
+    Json,
+    /// A Markdown incident report, ready for a GitHub issue.
+    Md,
+}
+
+impl From<Format> for ExportFormat {
+    fn from(f: Format) -> Self {
+        match f {
+            Format::Json => Self::Json,
+            Format::Md => Self::Md,
+        }
+    }
+}
+
+/// The audit's configuration from the flags.
+pub fn audit_config(args: &AuditArgs) -> AuditConfig {
+    AuditConfig::new(args.grace, args.servers.clone())
+}

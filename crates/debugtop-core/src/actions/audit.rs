@@ -1,0 +1,99 @@
+//! The liveness audit: three observations 250 ms apart (CPU needs two samples; a finding must
+//! hold in two consecutive evaluations), every rule in audit mode. The one recipe of the CLI's
+//! `audit` and the app's audit pane.
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::model::{audit_result, AuditResult, Finding, LiveTable, DEFAULT_GRACE};
+use crate::sources::{Observe, SourcesConfig};
+use crate::state::rules::{Mode, VerdictConfig};
+use crate::state::{State, StateConfig};
+
+/// Samples an audit takes.
+const SAMPLES: usize = 3;
+/// Time between them.
+const SPACING: Duration = Duration::from_millis(250);
+
+/// What an audit is told, from a front end's flags or settings.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    /// How long a log-dated condition must have held (a session ended this long ago and its
+    /// worker still runs).
+    pub grace: Duration,
+    /// Servers given by URL.
+    pub extra_servers: Vec<String>,
+    /// Redact the findings' text (`home` shown as `~`).
+    pub redact: bool,
+    /// The user's home directory.
+    pub home: Option<String>,
+}
+
+impl AuditConfig {
+    /// From a grace in seconds as users give it: negative or not a number means the default.
+    pub fn new(grace_secs: f64, extra_servers: Vec<String>) -> Self {
+        let grace = (grace_secs.is_finite() && grace_secs >= 0.0)
+            .then(|| Duration::try_from_secs_f64(grace_secs.min(3600.0)).ok())
+            .flatten()
+            .unwrap_or(DEFAULT_GRACE);
+        Self {
+            grace,
+            extra_servers,
+            redact: true,
+            home: crate::redact::home_dir(),
+        }
+    }
+
+    /// What the sources need.
+    pub fn sources(&self) -> SourcesConfig {
+        SourcesConfig {
+            extra_servers: self.extra_servers.clone(),
+            ..SourcesConfig::default()
+        }
+    }
+
+    fn state(&self) -> StateConfig {
+        StateConfig {
+            verdicts: VerdictConfig {
+                grace: self.grace,
+                mode: Mode::Audit,
+                ..VerdictConfig::default()
+            },
+            redact: self.redact,
+            home: self.home.clone(),
+            ..StateConfig::default()
+        }
+    }
+}
+
+/// An audit's answer, and what a kill planned from it needs.
+#[derive(Debug, Clone)]
+pub struct AuditRun {
+    /// The answer.
+    pub result: AuditResult,
+    /// The findings, unredacted argv in their plans aside (for planning).
+    pub findings: Vec<Finding>,
+    /// The live processes of the last sample.
+    pub live: LiveTable,
+}
+
+/// Runs the audit over `sources`.
+pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<AuditRun> {
+    let mut state = State::new(config.state());
+    let mut last = None;
+    for i in 0..SAMPLES {
+        if i > 0 {
+            tokio::time::sleep(SPACING).await;
+        }
+        last = Some(state.step(sources.observe().await?));
+    }
+    let update = last.ok_or(crate::Error::SystemInfo {
+        what: "a sample",
+        detail: "the audit took none".into(),
+    })?;
+    Ok(AuditRun {
+        result: audit_result(&update.snapshot),
+        findings: update.snapshot.findings,
+        live: state.live().clone(),
+    })
+}

@@ -1,0 +1,432 @@
+//! Export and import of snapshots: the JSON document and the Markdown report, written
+//! atomically; what only an export adds (log excerpts around every cited line, versions); and
+//! reading a snapshot back, as data.
+//!
+//! An imported snapshot is data from elsewhere: it is never enriched from this machine (no file
+//! it names is read), it is size-capped, parsed once, and a schema this build does not read is
+//! refused in words. Versions are read from files (capped), never by running a program another
+//! process names.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::error::{Error, Result};
+use crate::model::{
+    Environment, FactSource, Finding, FindingId, LogExcerpt, Proc, ServerInfo, ServerVersion,
+    Snapshot, EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
+};
+use crate::redact::redact_text;
+use crate::report::markdown;
+use crate::sources::logs::open_untrusted;
+
+/// The largest snapshot file read (a real one with 5,000 processes is ~ 10 MB).
+pub const MAX_IMPORT: u64 = 64 * 1024 * 1024;
+/// The most bytes of a log read to cut an excerpt from.
+const MAX_LOG_SCAN: u64 = 8 * 1024 * 1024;
+/// The most bytes of a `package.json` or `node_version.h` read.
+const MAX_SMALL_FILE: u64 = 64 * 1024;
+
+/// Export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, TS)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum ExportFormat {
+    /// The `debugtop.snapshot/1` document.
+    Json,
+    /// A Markdown incident report, ready for a GitHub issue.
+    Md,
+}
+
+/// The snapshot in a format, ready to write.
+pub fn render(s: &Snapshot, format: ExportFormat) -> Result<String> {
+    match format {
+        ExportFormat::Json => to_json(s),
+        ExportFormat::Md => Ok(markdown::render(s)),
+    }
+}
+
+/// Pretty JSON with a final newline.
+pub fn to_json(s: &Snapshot) -> Result<String> {
+    let mut out = serde_json::to_string_pretty(s).map_err(|source| Error::Serialize {
+        what: "the snapshot",
+        source,
+    })?;
+    out.push('\n');
+    Ok(out)
+}
+
+/// Adds what only an export of a *live* snapshot needs, read from this machine: log excerpts
+/// around every cited log line, and the versions. Redacts what it adds when the snapshot is
+/// redacted. Never call it on an imported snapshot.
+pub fn enrich(s: &mut Snapshot, home: Option<&str>) {
+    s.log_excerpts = excerpts(&s.findings, &s.debug_sessions);
+    s.environment = Some(environment(&s.servers, &s.processes));
+    if s.redacted {
+        for x in &mut s.log_excerpts {
+            x.file = redact_text(&x.file, home);
+            for l in &mut x.lines {
+                *l = redact_text(l, home);
+            }
+        }
+    }
+}
+
+/// Reads a snapshot document back into the model.
+pub fn import(text: &str) -> Result<Snapshot> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Malformed {
+        what: if e.is_eof() {
+            "the snapshot is truncated"
+        } else {
+            "the snapshot is not valid JSON"
+        },
+        line: e.line(),
+        column: e.column(),
+        detail: e.to_string(),
+    })?;
+    check_schema(&value)?;
+    serde_path_to_error::deserialize(value).map_err(|e| Error::WrongShape {
+        schema: SCHEMA,
+        path: e.path().to_string(),
+        detail: e.inner().to_string(),
+    })
+}
+
+/// Exactly `debugtop.snapshot/1` (a `/0` is not a `/1`).
+fn check_schema(value: &serde_json::Value) -> Result<()> {
+    let tag = value
+        .get("schema")
+        .and_then(|s| s.as_str())
+        .ok_or(Error::NotASnapshot)?;
+    let major = tag
+        .strip_prefix("debugtop.snapshot/")
+        .and_then(|m| m.split('.').next()?.parse::<u32>().ok())
+        .ok_or(Error::NotASnapshot)?;
+    if major == SCHEMA_MAJOR {
+        return Ok(());
+    }
+    Err(Error::OtherMajor {
+        found: tag.chars().take(64).collect(),
+        reads: SCHEMA,
+        hint: if major > SCHEMA_MAJOR {
+            ": it was written by a newer debugtop — update debugtop to open it"
+        } else {
+            ": it is not a format any debugtop release wrote"
+        },
+    })
+}
+
+/// Reads and imports a snapshot file (at most [`MAX_IMPORT`] bytes, a regular file).
+pub fn import_file(path: &Path) -> Result<Snapshot> {
+    let shown = path.display().to_string();
+    let io = |source| Error::File {
+        what: "read",
+        path: shown.clone(),
+        source,
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(io(std::io::Error::other("not a regular file")));
+    }
+    if meta.len() > MAX_IMPORT {
+        return Err(Error::TooLarge {
+            path: shown,
+            size: meta.len(),
+            limit: MAX_IMPORT,
+        });
+    }
+    let mut text = String::new();
+    f.take(MAX_IMPORT + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    import(&text)
+}
+
+/// Writes `contents` to `path` atomically: a temporary file in the same folder, then a rename,
+/// so a reader never sees half a snapshot.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "snapshot".into());
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// The JSON Schema of the snapshot document (checked in as `schema/debugtop.snapshot-1.schema.json`).
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Snapshot)).unwrap_or_default()
+}
+
+fn excerpts(findings: &[Finding], sessions: &[crate::model::DebugSession]) -> Vec<LogExcerpt> {
+    let mut wanted: Vec<(FindingId, String, u64)> = Vec::new();
+    for f in findings {
+        let facts = sessions
+            .iter()
+            .filter(|d| f.session_id.as_deref() == Some(d.id.as_str()))
+            .flat_map(|d| d.ended_by.iter().chain(d.facts.iter().rev().take(3)));
+        for fact in facts {
+            if let FactSource::Log { file, line } = &fact.source {
+                if !wanted.iter().any(|(_, fl, ln)| fl == file && ln == line) {
+                    wanted.push((f.id.clone(), file.clone(), *line));
+                }
+            }
+        }
+    }
+    wanted.truncate(MAX_EXCERPTS);
+    wanted
+        .into_iter()
+        .filter_map(|(id, file, line)| {
+            let first = line.saturating_sub(EXCERPT_CONTEXT).max(1);
+            let lines = read_lines(Path::new(&file), first, line + EXCERPT_CONTEXT)?;
+            Some(LogExcerpt {
+                finding_id: Some(id),
+                file,
+                first_line: first,
+                cited_line: line,
+                lines,
+            })
+        })
+        .collect()
+}
+
+/// Lines `from..=to` (1-based) of a log, reading at most [`MAX_LOG_SCAN`] bytes, each cut at
+/// 500 characters; opened as untrusted (no symlink, never a FIFO).
+fn read_lines(path: &Path, from: u64, to: u64) -> Option<Vec<String>> {
+    use std::io::BufRead;
+    let f = open_untrusted(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, line) in std::io::BufReader::new(f.take(MAX_LOG_SCAN))
+        .split(b'\n')
+        .enumerate()
+    {
+        let n = i as u64 + 1;
+        if n > to {
+            break;
+        }
+        let line = line.ok()?;
+        if n >= from {
+            out.push(String::from_utf8_lossy(&line).chars().take(500).collect());
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A small regular file's text, capped, never following a symlink at the last component.
+fn small_file(path: &Path) -> Option<String> {
+    let f = open_untrusted(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(MAX_SMALL_FILE).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+fn environment(servers: &[ServerInfo], procs: &[Proc]) -> Environment {
+    let versions = servers
+        .iter()
+        .map(|s| {
+            let v: Option<serde_json::Value> = s
+                .pkg_dir
+                .as_deref()
+                .and_then(|d| small_file(&Path::new(d).join("package.json")))
+                .and_then(|t| serde_json::from_str(&t).ok());
+            let field = |k: &str| {
+                v.as_ref()
+                    .and_then(|v| v.get(k)?.as_str().map(|s| s.chars().take(64).collect()))
+            };
+            ServerVersion {
+                pid: s.pid,
+                package: field("name"),
+                version: field("version"),
+            }
+        })
+        .collect();
+    Environment {
+        debugtop: env!("CARGO_PKG_VERSION").to_owned(),
+        servers: versions,
+        node: servers
+            .first()
+            .and_then(|s| procs.iter().find(|p| p.pid == s.pid))
+            .and_then(node_version),
+        kernel: small_file(Path::new("/proc/sys/kernel/osrelease")).map(|s| s.trim().to_owned()),
+        os: std::env::consts::OS.to_owned(),
+    }
+}
+
+/// The node version of a same-user server, from the headers installed beside its binary
+/// (`<prefix>/include/node/node_version.h`), never by running it; unknown otherwise.
+fn node_version(p: &Proc) -> Option<String> {
+    let me = rustix::process::getuid().as_raw();
+    if p.uid != Some(me) && me != 0 {
+        return None;
+    }
+    let exe = std::fs::read_link(format!("/proc/{}/exe", p.pid)).ok()?;
+    let header = exe.parent()?.parent()?.join("include/node/node_version.h");
+    let text = small_file(&header)?;
+    let num = |name: &str| -> Option<u32> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some(format!(
+        "v{}.{}.{}",
+        num("NODE_MAJOR_VERSION")?,
+        num("NODE_MINOR_VERSION")?,
+        num("NODE_PATCH_VERSION")?
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::sample_snapshot;
+
+    #[test]
+    fn round_trip_model_json_import_equal() {
+        let s = sample_snapshot();
+        let json = to_json(&s).unwrap();
+        assert_eq!(import(&json).unwrap(), s);
+    }
+
+    #[test]
+    fn checked_in_json_schema_is_current() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../schema/debugtop.snapshot-1.schema.json");
+        let mut now = serde_json::to_string_pretty(&json_schema()).unwrap();
+        now.push('\n');
+        if std::env::var_os("DEBUGTOP_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &now).unwrap();
+        }
+        let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(checked_in == now, "schema/debugtop.snapshot-1.schema.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core schema`");
+        // And the fixture validates structurally: every required top-level field is present.
+        let v = serde_json::to_value(sample_snapshot()).unwrap();
+        for req in json_schema()["required"].as_array().unwrap() {
+            assert!(v.get(req.as_str().unwrap()).is_some(), "{req}");
+        }
+    }
+
+    #[test]
+    fn ui_fixture_is_current() {
+        // The UI's browser tests replay this snapshot; it must stay the Rust model's shape.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../ui/tests/fixtures/sample-snapshot.json");
+        let now = to_json(&sample_snapshot()).unwrap();
+        if std::env::var_os("DEBUGTOP_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &now).unwrap();
+        }
+        assert!(std::fs::read_to_string(&path).unwrap_or_default() == now, "ui/tests/fixtures/sample-snapshot.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core fixture`");
+    }
+
+    #[test]
+    fn import_errors_say_what_and_where() {
+        let json = to_json(&sample_snapshot()).unwrap();
+        let cut = &json[..json.len() / 2];
+        let e = import(cut).unwrap_err().to_string();
+        assert!(e.starts_with("the snapshot is truncated at line"), "{e}");
+        let e = import("{\"schema\": \"debugtop.snapshot/1\",,}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("the snapshot is not valid JSON at line 1, column"),
+            "{e}"
+        );
+        let newer = json.replacen("debugtop.snapshot/1", "debugtop.snapshot/2", 1);
+        let e = import(&newer).unwrap_err().to_string();
+        assert!(
+            e.contains("debugtop.snapshot/2; this build reads debugtop.snapshot/1 only")
+                && e.contains("newer debugtop"),
+            "{e}"
+        );
+        let zero = json.replacen("debugtop.snapshot/1", "debugtop.snapshot/0", 1);
+        let e = import(&zero).unwrap_err().to_string();
+        assert!(
+            e.contains("debugtop.snapshot/0; this build reads"),
+            "a /0 is not a /1: {e}"
+        );
+        assert!(matches!(import("{\"hello\": 1}"), Err(Error::NotASnapshot)));
+        let wrong = json.replacen("\"host\": \"devbox\"", "\"host\": 42", 1);
+        let e = import(&wrong).unwrap_err().to_string();
+        assert!(
+            e.contains("does not match debugtop.snapshot/1 at host"),
+            "the error names the field: {e}"
+        );
+        let deep = json.replacen("\"role\": \"watchdog\"", "\"role\": \"wizard\"", 1);
+        let e = import(&deep).unwrap_err().to_string();
+        assert!(e.contains("processes[6].role"), "{e}");
+        let e = import_file(Path::new("/nonexistent/s.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cannot read /nonexistent/s.json"), "{e}");
+        let e = import_file(Path::new("/proc")).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    /// A `/1` file written by the release before facts were typed still opens: facts keep their
+    /// words (`noted`), statuses and languages parse as before.
+    #[test]
+    fn a_snapshot_written_before_typed_facts_still_opens() {
+        let old = include_str!("testdata/snapshot-written-by-0.1.0-before-typed-facts.json");
+        let s = import(old).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.findings.len(), 1);
+        let ended = s.debug_sessions[0].ended_by.as_ref().expect("ended_by");
+        assert_eq!(ended.what, crate::model::What::Noted);
+        assert!(ended.text.contains("marked as STOPPED/TERMINATED"));
+        assert_eq!(
+            s.debug_sessions[0].language,
+            Some(crate::model::Language::Javascript)
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        write_atomic(&p, b"first").unwrap();
+        write_atomic(&p, b"second").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["s.json"], "no temporary file left behind");
+        assert!(write_atomic(Path::new("/nonexistent/dir/s.json"), b"x").is_err());
+    }
+
+    #[test]
+    fn redacted_snapshot_hides_tokens_and_home() {
+        let mut s = sample_snapshot();
+        s.redacted = false;
+        s.processes[0].argv = vec![
+            "python".into(),
+            "--adapter-access-token".into(),
+            "s3cr3t".into(),
+            "/home/dev/app.py".into(),
+        ];
+        crate::redact::redact_snapshot(&mut s, Some("/home/dev"));
+        let j = serde_json::to_string(&s.processes[0]).unwrap();
+        assert!(!j.contains("s3cr3t") && j.contains("~/app.py"), "{j}");
+        assert!(s.redacted);
+    }
+}

@@ -1,0 +1,522 @@
+//! Kill, done right: plan → execute → report. Planning is `state::plan` (pure); this module
+//! turns what a user asked for into a plan, and executes plans: it opens a pidfd per target and
+//! checks the identity through it, so a pid reused between plan and execution is refused, never
+//! signalled; sends SIGTERM (and SIGCONT to stopped targets, or the TERM would wait); waits for
+//! the real exit on the pidfds (a zombie counts as exited — `kill(pid, 0)` is not a liveness
+//! test); escalates to SIGKILL after the grace; verifies; and reports one outcome per pid, with
+//! errno in words.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::collect::{parse, read_stat};
+use crate::error::{Error, Result};
+use crate::model::{
+    Finding, FindingId, KillPlan, KillReport, LiveTable, Outcome, PidOutcome, Proc, ProcState,
+    Progress, Role,
+};
+use crate::state::plan::{self, PlanOptions, MAX_GRACE};
+
+/// What to kill.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, TS)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum KillRequest {
+    /// A process (and, with `tree`, its descendants).
+    Pid {
+        /// The pid.
+        pid: u32,
+        /// Include descendants.
+        tree: bool,
+    },
+    /// What a finding names (always with what it started).
+    Finding {
+        /// The finding id.
+        id: FindingId,
+    },
+}
+
+/// A target given on a command line: a pid, or a finding id — parsed, never guessed.
+pub fn parse_target(s: &str) -> Result<KillRequest> {
+    if let Ok(pid) = s.parse::<u32>() {
+        return Ok(KillRequest::Pid { pid, tree: false });
+    }
+    s.parse::<FindingId>()
+        .map(|id| KillRequest::Finding { id })
+        .map_err(|_| Error::NotAnId {
+            what: "a pid or a finding id (e.g. 4242, or leaked-adapter:4242.881733)",
+            text: s.chars().take(80).collect(),
+        })
+}
+
+/// How a plan is made beyond the request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KillOptions {
+    /// Grace between SIGTERM and SIGKILL; `None`: the finding's suggested grace, or the default.
+    pub grace: Option<Duration>,
+    /// Allow pids outside every monitored tree (they are read from `/proc` now; with `tree`, so
+    /// are their descendants).
+    pub force: bool,
+}
+
+/// Plans what `request` asks for against the live table and the current findings: the one
+/// planning path of the CLI and the app.
+pub fn plan_for(
+    request: &KillRequest,
+    findings: &[Finding],
+    live: &LiveTable,
+    opts: KillOptions,
+) -> Result<KillPlan> {
+    let grace = |suggested: Option<u64>| {
+        opts.grace
+            .or(suggested.map(Duration::from_millis))
+            .unwrap_or(plan::DEFAULT_GRACE)
+            .min(MAX_GRACE)
+    };
+    match request {
+        KillRequest::Pid { pid, tree } => {
+            let table = if opts.force {
+                with_forced(live, *pid, *tree)
+            } else {
+                live.clone()
+            };
+            Ok(plan::plan(
+                &table,
+                &[*pid],
+                PlanOptions {
+                    tree: *tree,
+                    grace: grace(None),
+                },
+            ))
+        }
+        KillRequest::Finding { id } => {
+            let f = findings.iter().find(|f| &f.id == id).ok_or_else(|| {
+                let known: Vec<String> = findings.iter().map(|f| f.id.to_string()).collect();
+                Error::NothingToKill(format!(
+                    "no current finding has the id {id} (it may be resolved already); current findings: {}",
+                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                ))
+            })?;
+            let suggested = f
+                .plan
+                .as_ref()
+                .filter(|p| !p.targets.is_empty())
+                .ok_or_else(|| {
+                    Error::NothingToKill(format!(
+                        "finding {id} is not fixed by killing: {}",
+                        f.suggested_action
+                    ))
+                })?;
+            Ok(plan::plan(
+                live,
+                &f.pids,
+                PlanOptions {
+                    tree: true,
+                    grace: grace(Some(suggested.grace_ms)),
+                },
+            ))
+        }
+    }
+}
+
+/// The live table plus `pid` (and, with `tree`, its descendants) read from `/proc` now, as
+/// processes of no role: what `--force` lets a plan target.
+fn with_forced(live: &LiveTable, pid: u32, tree: bool) -> LiveTable {
+    let mut table = live.clone();
+    let mut frontier = vec![pid];
+    let all = if tree { all_pids() } else { Vec::new() };
+    while let Some(p) = frontier.pop() {
+        if table.get(p).is_none() {
+            let Some(proc) = read_forced(p) else { continue };
+            table.procs.push(proc);
+        }
+        if tree {
+            frontier.extend(
+                all.iter()
+                    .filter(|q| read_stat(**q).is_some_and(|s| s.ppid == p))
+                    .filter(|q| table.get(**q).is_none()),
+            );
+        }
+    }
+    table
+}
+
+fn all_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read_forced(pid: u32) -> Option<Proc> {
+    let st = read_stat(pid)?;
+    let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| parse::parse_cmdline(&b))
+        .unwrap_or_default();
+    let uid = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        });
+    Some(Proc {
+        pid,
+        ppid: st.ppid,
+        pgid: st.pgrp,
+        sid: st.session,
+        state: ProcState::from_letter(st.state),
+        start_time: chrono::DateTime::UNIX_EPOCH,
+        start_ticks: st.starttime,
+        uid,
+        role: Role::Other,
+        argv,
+        markers: Default::default(),
+        cpu_percent: None,
+        rss_bytes: 0,
+        server_pid: None,
+        session_id: None,
+        language: None,
+        owner_pid: None,
+        remembered_ppid: None,
+        exited_at: None,
+    })
+}
+
+/// Re-applies every refusal of planning to a plan, against the live table at execution time,
+/// whoever built the plan: a target that is refused now, that is not in the live table with the
+/// same identity, or that is listed twice, is moved to `refused` and never signalled. The one
+/// gate before [`execute`].
+pub fn recheck(plan: &KillPlan, live: &LiveTable) -> KillPlan {
+    let mut out = KillPlan {
+        targets: Vec::new(),
+        refused: plan.refused.clone(),
+        grace_ms: plan
+            .grace_ms
+            .min(u64::try_from(MAX_GRACE.as_millis()).unwrap_or(u64::MAX)),
+    };
+    for t in &plan.targets {
+        let why = if out
+            .targets
+            .iter()
+            .any(|k: &crate::model::KillTarget| k.pid == t.pid)
+            || out.refused.iter().any(|r| r.pid == t.pid)
+        {
+            Some("listed more than once in the plan".to_owned())
+        } else if let Some(why) = plan::refusal(live, t.pid) {
+            Some(why)
+        } else if live
+            .get(t.pid)
+            .is_some_and(|p| p.start_ticks != t.start_ticks)
+        {
+            Some("identity changed since the plan (the pid now belongs to another process)".into())
+        } else {
+            None
+        };
+        match why {
+            Some(why) if !out.refused.iter().any(|r| r.pid == t.pid) => {
+                out.refused.push(crate::model::Refusal { pid: t.pid, why })
+            }
+            Some(_) => {}
+            None => out.targets.push(t.clone()),
+        }
+    }
+    out
+}
+
+/// A plan held by the backend, to be executed once by id: the webview (or any caller) names a
+/// plan, it never supplies one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct HeldPlan {
+    /// The id to execute it by.
+    #[ts(type = "number")]
+    pub id: u64,
+    /// What it will do.
+    pub plan: KillPlan,
+}
+
+/// Plans waiting to be executed, each at most once; the oldest are forgotten past a cap.
+#[derive(Debug, Default)]
+pub struct PlanRegistry {
+    next: u64,
+    plans: std::collections::BTreeMap<u64, KillPlan>,
+}
+
+impl PlanRegistry {
+    /// The most plans held at once.
+    pub const CAP: usize = 64;
+
+    /// Holds a plan; returns it with its id.
+    pub fn hold(&mut self, plan: KillPlan) -> HeldPlan {
+        self.next += 1;
+        self.plans.insert(self.next, plan.clone());
+        while self.plans.len() > Self::CAP {
+            self.plans.pop_first();
+        }
+        HeldPlan {
+            id: self.next,
+            plan,
+        }
+    }
+
+    /// Takes the plan with this id (it cannot be executed twice).
+    pub fn take(&mut self, id: u64) -> Result<KillPlan> {
+        self.plans.remove(&id).ok_or(Error::NoSuchPlan(id))
+    }
+}
+
+/// How long to wait for the kernel after SIGKILL before reporting a failure.
+const KILL_WAIT: Duration = Duration::from_millis(2000);
+
+/// Collects outcomes and tells the progress callback as they come.
+struct Reporter<'a> {
+    outcomes: Vec<PidOutcome>,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+impl Reporter<'_> {
+    fn done(&mut self, pid: u32, role: Role, outcome: Outcome) {
+        (self.progress)(Progress::Done {
+            pid,
+            outcome: outcome.clone(),
+        });
+        self.outcomes.push(PidOutcome { pid, role, outcome });
+    }
+
+    fn signalled(&mut self, pid: u32, signal: crate::model::KillSignal) {
+        (self.progress)(Progress::Signalled { pid, signal });
+    }
+}
+
+/// Executes a plan. Blocking (waits up to grace + 2 s); call from a blocking context.
+#[cfg(target_os = "linux")]
+pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillReport {
+    use crate::model::KillSignal;
+    let mut r = Reporter {
+        outcomes: Vec::new(),
+        progress: &mut progress,
+    };
+    for refused in &plan.refused {
+        let why = refused.why.clone();
+        r.outcomes.push(PidOutcome {
+            pid: refused.pid,
+            role: Role::Other,
+            outcome: Outcome::Refused { why },
+        });
+    }
+    let live = linux::open_all(plan, &mut r);
+    let pending = linux::signal_all(live, KillSignal::Term, &mut r, Outcome::AlreadyGone);
+    let grace = Duration::from_millis(plan.grace_ms).min(MAX_GRACE);
+    let still = linux::wait_exits(pending, grace, |t| r.done(t.pid, t.role, Outcome::Exited));
+    let killed = linux::signal_all(still, KillSignal::Kill, &mut r, Outcome::Exited);
+    let stuck = linux::wait_exits(killed, KILL_WAIT, |t| {
+        r.done(t.pid, t.role, Outcome::Killed)
+    });
+    for t in stuck {
+        let why = "still running after SIGKILL (uninterruptible sleep?)".into();
+        r.done(t.pid, t.role, Outcome::Failed { why });
+    }
+    KillReport {
+        outcomes: r.outcomes,
+    }
+}
+
+/// Not available off Linux yet: every target is refused in words.
+#[cfg(not(target_os = "linux"))]
+pub fn execute(plan: &KillPlan, _progress: impl FnMut(Progress)) -> KillReport {
+    KillReport {
+        outcomes: plan
+            .targets
+            .iter()
+            .map(|t| PidOutcome {
+                pid: t.pid,
+                role: t.role,
+                outcome: Outcome::Refused {
+                    why: "kill is only implemented on Linux".into(),
+                },
+            })
+            .collect(),
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::time::{Duration, Instant};
+
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::fd::OwnedFd;
+    use rustix::io::Errno;
+    use rustix::process::{pidfd_open, pidfd_send_signal, Pid, PidfdFlags, Signal};
+
+    use super::Reporter;
+    use crate::collect::read_stat;
+    use crate::model::{KillPlan, KillSignal, Outcome, Role};
+
+    /// A target whose identity was confirmed through its pidfd.
+    pub(super) struct Opened {
+        pub pid: u32,
+        pub role: Role,
+        fd: OwnedFd,
+    }
+
+    /// Opens and checks every identity before anything is signalled.
+    pub(super) fn open_all(plan: &KillPlan, r: &mut Reporter<'_>) -> Vec<Opened> {
+        let mut out = Vec::new();
+        for t in &plan.targets {
+            match open(t.pid, t.start_ticks) {
+                Ok(fd) => out.push(Opened {
+                    pid: t.pid,
+                    role: t.role,
+                    fd,
+                }),
+                Err(outcome) => r.done(t.pid, t.role, outcome),
+            }
+        }
+        out
+    }
+
+    /// A pidfd for the planned identity, or why not. The pidfd pins the process it was opened
+    /// on; if that process is the one planned, the pid still shows the planned start ticks.
+    fn open(pid: u32, ticks: u64) -> Result<OwnedFd, Outcome> {
+        let raw = i32::try_from(pid)
+            .ok()
+            .and_then(Pid::from_raw)
+            .ok_or(Outcome::Refused {
+                why: "not a valid pid".into(),
+            })?;
+        let fd = match pidfd_open(raw, PidfdFlags::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::SRCH) => return Err(Outcome::AlreadyGone),
+            Err(e) => {
+                return Err(Outcome::Failed {
+                    why: errno_words(e),
+                })
+            }
+        };
+        match read_stat(pid) {
+            Some(s) if s.starttime == ticks && s.state != 'Z' && !is_exited(&fd) => Ok(fd),
+            Some(s) if s.starttime == ticks => Err(Outcome::AlreadyGone),
+            Some(_) => Err(Outcome::Refused {
+                why: "identity changed since the plan (the pid now belongs to another process)"
+                    .into(),
+            }),
+            None => Err(Outcome::AlreadyGone),
+        }
+    }
+
+    /// Sends `sig` to each, in plan order (leaves first); returns those signalled. A SIGTERM to
+    /// a stopped target is followed by SIGCONT, or it would wait. `gone` is the outcome of a
+    /// target that vanished before the signal.
+    pub(super) fn signal_all(
+        targets: Vec<Opened>,
+        sig: KillSignal,
+        r: &mut Reporter<'_>,
+        gone: Outcome,
+    ) -> Vec<Opened> {
+        let raw = match sig {
+            KillSignal::Term => Signal::TERM,
+            KillSignal::Kill => Signal::KILL,
+            KillSignal::Cont => Signal::CONT,
+        };
+        let mut out = Vec::new();
+        for t in targets {
+            match pidfd_send_signal(&t.fd, raw) {
+                Ok(()) => {
+                    r.signalled(t.pid, sig);
+                    let stopped = matches!(read_stat(t.pid).map(|s| s.state), Some('T' | 't'));
+                    if sig == KillSignal::Term
+                        && stopped
+                        && pidfd_send_signal(&t.fd, Signal::CONT).is_ok()
+                    {
+                        r.signalled(t.pid, KillSignal::Cont);
+                    }
+                    out.push(t);
+                }
+                Err(Errno::SRCH) => r.done(t.pid, t.role, gone.clone()),
+                Err(e) => r.done(
+                    t.pid,
+                    t.role,
+                    Outcome::Failed {
+                        why: errno_words(e),
+                    },
+                ),
+            }
+        }
+        out
+    }
+
+    /// A pidfd is readable once its process has terminated (zombie included).
+    fn is_exited(fd: &OwnedFd) -> bool {
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
+    }
+
+    /// Waits on the pidfds until each has exited or `limit` passes; calls `on_exit` for each
+    /// exit and returns those still running.
+    pub(super) fn wait_exits(
+        mut items: Vec<Opened>,
+        limit: Duration,
+        mut on_exit: impl FnMut(&Opened),
+    ) -> Vec<Opened> {
+        let end = Instant::now() + limit;
+        while !items.is_empty() {
+            let left = end.saturating_duration_since(Instant::now());
+            let ts = Timespec {
+                tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                tv_nsec: i64::from(left.subsec_nanos()),
+            };
+            let ready: Vec<bool> = {
+                let mut fds: Vec<PollFd<'_>> = items
+                    .iter()
+                    .map(|i| PollFd::new(&i.fd, PollFlags::IN))
+                    .collect();
+                match poll(&mut fds, Some(&ts)) {
+                    Ok(_) => fds.iter().map(|f| !f.revents().is_empty()).collect(),
+                    Err(Errno::INTR) => continue,
+                    Err(_) => break,
+                }
+            };
+            let (done, keep): (Vec<_>, Vec<_>) =
+                items.into_iter().zip(ready).partition(|(_, r)| *r);
+            for (item, _) in &done {
+                on_exit(item);
+            }
+            items = keep.into_iter().map(|(i, _)| i).collect();
+            if Instant::now() >= end {
+                break;
+            }
+        }
+        items
+    }
+
+    /// errno as a sentence a user understands.
+    fn errno_words(e: Errno) -> String {
+        match e {
+            Errno::PERM | Errno::ACCESS => {
+                "permission denied: the process belongs to another user".to_owned()
+            }
+            Errno::SRCH => "the process does not exist".to_owned(),
+            Errno::NOSYS => {
+                "this kernel has no pidfd support (Linux 5.3 or newer is needed)".to_owned()
+            }
+            Errno::MFILE | Errno::NFILE => {
+                "out of file descriptors (one pidfd per target is needed)".to_owned()
+            }
+            other => format!(
+                "{} (errno {})",
+                std::io::Error::from(other),
+                other.raw_os_error()
+            ),
+        }
+    }
+}

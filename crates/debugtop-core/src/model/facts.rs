@@ -1,0 +1,381 @@
+//! Typed facts: one thing known, where it came from, and when. Rules match on the [`What`];
+//! the tree, the timeline and the reports show its one `Display`, so a fact is worded once and
+//! rewording it cannot make evidence disappear.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::ids::short;
+use super::logs::{LogEvent, LogEventKind};
+use super::process::ServerMode;
+use super::sessions::SessionState;
+
+/// Where a fact comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum FactSource {
+    /// `/proc` (or the OS process list).
+    ProcessTable,
+    /// A server's `/health`.
+    Health {
+        /// The URL asked.
+        url: String,
+    },
+    /// A log line.
+    Log {
+        /// The file.
+        file: String,
+        /// Its line number.
+        #[ts(type = "number")]
+        line: u64,
+    },
+}
+
+impl fmt::Display for FactSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ProcessTable => f.write_str("process table"),
+            Self::Health { url } => write!(f, "{url}"),
+            Self::Log { file, line } => {
+                let name = std::path::Path::new(file)
+                    .file_name()
+                    .map_or(file.as_str().into(), |n| n.to_string_lossy());
+                write!(f, "{name}:{line}")
+            }
+        }
+    }
+}
+
+/// How a worker (or any process) ended, as the log gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct ExitHow {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal name, when it was killed.
+    pub signal: Option<String>,
+}
+
+impl fmt::Display for ExitHow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.signal, self.code) {
+            (Some(s), _) => write!(f, " on {s}"),
+            (None, Some(c)) => write!(f, " with code {c}"),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+/// What is known.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum What {
+    /// A fact known only by its words: read from a snapshot written before facts were typed.
+    #[default]
+    Noted,
+    /// `HTTP session initialized`.
+    HttpInitialized,
+    /// `HTTP session closed`.
+    HttpClosed,
+    /// Reaped by the stale sweep.
+    HttpReaped {
+        /// Idle seconds, as logged.
+        idle_secs: Option<u64>,
+    },
+    /// Listed by the latest `/health`.
+    ListedByHealth,
+    /// The server's log created the debug session.
+    SessionCreated,
+    /// The session changed state.
+    StateChanged {
+        /// From.
+        from: SessionState,
+        /// To.
+        to: SessionState,
+    },
+    /// `Session <id> marked as STOPPED/TERMINATED.`
+    MarkedStopped,
+    /// `Closing debug session`.
+    Closing,
+    /// `session:closed`.
+    Closed,
+    /// The server spawned the session's worker.
+    WorkerSpawned {
+        /// Its pid.
+        pid: u32,
+    },
+    /// The worker spawned the session's adapter.
+    AdapterSpawned {
+        /// Its pid.
+        pid: u32,
+    },
+    /// The server gave up waiting for the worker and SIGKILLed it.
+    WorkerForceKilled,
+    /// The worker exited after being asked to stop.
+    WorkerExited {
+        /// How.
+        how: ExitHow,
+    },
+    /// The worker died while its session was live.
+    WorkerDied {
+        /// How.
+        how: ExitHow,
+    },
+    /// The startup reaper killed an orphaned worker of this session.
+    ReaperKilledWorker {
+        /// The worker's pid.
+        pid: u32,
+    },
+    /// The server closed every session (shutdown).
+    ClosingAll {
+        /// How many were active.
+        active: u32,
+    },
+    /// A server's pid and transport.
+    ServerMode {
+        /// The pid.
+        pid: u32,
+        /// The transport.
+        mode: ServerMode,
+    },
+    /// The argv port is confirmed by a listening socket.
+    Listening {
+        /// The port.
+        port: u16,
+    },
+    /// The server has no listening TCP socket.
+    NotListening,
+    /// The argv port is not the one it listens on.
+    PortMismatch {
+        /// The port in argv.
+        argv: Option<u16>,
+        /// What it listens on.
+        listening: Vec<u16>,
+    },
+    /// A process left the parent it had in the tree.
+    Reparented {
+        /// The parent it had.
+        from: u32,
+        /// The parent it has.
+        to: u32,
+    },
+    /// No live server started before these processes has this pid.
+    ServerGone {
+        /// The pid they name.
+        pid: u32,
+    },
+}
+
+impl fmt::Display for What {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Noted => f.write_str("(noted)"),
+            Self::HttpInitialized => f.write_str("HTTP session initialized"),
+            Self::HttpClosed => f.write_str("HTTP session closed"),
+            Self::HttpReaped { idle_secs } => match idle_secs {
+                Some(s) => write!(f, "reaped as stale after {s} s idle"),
+                None => f.write_str("reaped as stale"),
+            },
+            Self::ListedByHealth => f.write_str("listed by /health"),
+            Self::SessionCreated => f.write_str("debug session created"),
+            Self::StateChanged { from, to } => write!(f, "state {from} → {to}"),
+            Self::MarkedStopped => f.write_str("marked as STOPPED/TERMINATED"),
+            Self::Closing => f.write_str("closing"),
+            Self::Closed => f.write_str("closed"),
+            Self::WorkerSpawned { pid } => write!(f, "worker spawned with pid {pid}"),
+            Self::AdapterSpawned { pid } => write!(f, "adapter spawned with pid {pid}"),
+            Self::WorkerForceKilled => f.write_str("worker did not exit in time: force-killed"),
+            Self::WorkerExited { how } => write!(f, "worker exited{how}"),
+            Self::WorkerDied { how } => write!(f, "worker exited under a live session{how}"),
+            Self::ReaperKilledWorker { pid } => {
+                write!(f, "startup reaper killed orphan worker {pid}")
+            }
+            Self::ClosingAll { active } => {
+                write!(f, "closing all debug sessions ({active} active)")
+            }
+            Self::ServerMode { pid, mode } => write!(f, "pid {pid} in {mode} mode"),
+            Self::Listening { port } => write!(f, "listening on port {port}"),
+            Self::NotListening => f.write_str("no listening socket found"),
+            Self::PortMismatch { argv, listening } => {
+                let argv = argv.map_or("(none)".to_owned(), |p| p.to_string());
+                let l: Vec<String> = listening.iter().map(u16::to_string).collect();
+                write!(
+                    f,
+                    "argv port {argv} not listening; listening on {}",
+                    l.join(", ")
+                )
+            }
+            Self::Reparented { from, to } => {
+                write!(f, "reparented: its parent was {from}, now {to}")
+            }
+            Self::ServerGone { pid } => write!(
+                f,
+                "no live mcp-debugger server with pid {pid} started before these processes"
+            ),
+        }
+    }
+}
+
+/// A fact: what, where from, when. `text` is `what`'s one wording, kept for readers of the
+/// JSON; rules never read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct Fact {
+    /// What is known (`noted` for facts of older snapshots, known by their text only).
+    #[serde(default)]
+    pub what: What,
+    /// It in words (`what`'s `Display`).
+    pub text: String,
+    /// Where from.
+    pub source: FactSource,
+    /// When it happened, if the source says.
+    pub at: Option<DateTime<Utc>>,
+}
+
+impl Fact {
+    /// A fact with its wording.
+    pub fn new(what: What, source: FactSource, at: Option<DateTime<Utc>>) -> Self {
+        Self {
+            text: what.to_string(),
+            what,
+            source,
+            at,
+        }
+    }
+
+    /// A fact read off the process table now.
+    pub fn table(what: What) -> Self {
+        Self::new(what, FactSource::ProcessTable, None)
+    }
+}
+
+/// What a log event is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// An HTTP session.
+    Http(String),
+    /// A debug session.
+    Debug(String),
+    /// The server itself.
+    Server,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Http(id) => write!(f, "HTTP session {}", short(id)),
+            Self::Debug(id) => write!(f, "session {}", short(id)),
+            Self::Server => f.write_str("server"),
+        }
+    }
+}
+
+/// A log event as a fact about its subject: the one translation from a log line to words.
+/// `None` for lines that only tie other lines together (`Stopping proxy for session …`) and for
+/// session-less lines whose session line order could not recover.
+pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
+    use LogEventKind as K;
+    let source = FactSource::Log {
+        file: ev.file.clone(),
+        line: ev.line,
+    };
+    let debug = |sid: &String| Subject::Debug(sid.clone());
+    let (subject, what) = match &ev.kind {
+        K::HttpSessionInitialized { http_session } => {
+            (Subject::Http(http_session.clone()), What::HttpInitialized)
+        }
+        K::HttpSessionClosed { http_session } => {
+            (Subject::Http(http_session.clone()), What::HttpClosed)
+        }
+        K::HttpSessionReaped {
+            http_session,
+            idle_secs,
+        } => (
+            Subject::Http(http_session.clone()),
+            What::HttpReaped {
+                idle_secs: *idle_secs,
+            },
+        ),
+        K::DebugSessionCreated { session_id, .. } => (debug(session_id), What::SessionCreated),
+        K::StateChanged {
+            session_id,
+            from,
+            to,
+        } => (
+            debug(session_id),
+            What::StateChanged {
+                from: SessionState::from_log(from),
+                to: SessionState::from_log(to),
+            },
+        ),
+        K::SessionStopped { session_id } => (debug(session_id), What::MarkedStopped),
+        K::DebugSessionClosing { session_id, .. } => (debug(session_id), What::Closing),
+        K::DebugSessionClosed { session_id } => (debug(session_id), What::Closed),
+        K::ClosingAll { active } => (Subject::Server, What::ClosingAll { active: *active }),
+        K::ProxySpawned {
+            pid,
+            session_id: Some(sid),
+        } => (debug(sid), What::WorkerSpawned { pid: *pid }),
+        K::AdapterSpawned {
+            pid,
+            session_id: Some(sid),
+        } => (debug(sid), What::AdapterSpawned { pid: *pid }),
+        K::ProxyForceKilled {
+            session_id: Some(sid),
+        } => (debug(sid), What::WorkerForceKilled),
+        K::ProxyExited {
+            code,
+            signal,
+            session_id: Some(sid),
+        } => (
+            debug(sid),
+            What::WorkerExited {
+                how: ExitHow {
+                    code: *code,
+                    signal: signal.clone(),
+                },
+            },
+        ),
+        K::WorkerExited {
+            session_id,
+            code,
+            signal,
+            ..
+        } => (
+            debug(session_id),
+            What::WorkerDied {
+                how: ExitHow {
+                    code: *code,
+                    signal: signal.clone(),
+                },
+            },
+        ),
+        K::ReaperKilledOrphan {
+            pid,
+            session_id: Some(sid),
+            ..
+        } => (debug(sid), What::ReaperKilledWorker { pid: *pid }),
+        K::ProxyStopping { .. }
+        | K::ProxySpawned {
+            session_id: None, ..
+        }
+        | K::AdapterSpawned {
+            session_id: None, ..
+        }
+        | K::ProxyForceKilled { session_id: None }
+        | K::ProxyExited {
+            session_id: None, ..
+        }
+        | K::ReaperKilledOrphan {
+            session_id: None, ..
+        } => return None,
+    };
+    Some((subject, Fact::new(what, source, ev.at)))
+}

@@ -1,0 +1,227 @@
+//! Kill plans and their outcomes, as data: what a kill will do, and what it did.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::process::Role;
+
+/// Why a process is in the plan.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+#[ts(export)]
+pub enum Via {
+    /// Named directly (the pid, or a finding's process).
+    Target,
+    /// A descendant of a target (`--tree`).
+    Descendant,
+    /// A member of a target's process group.
+    Group,
+    /// A member of a target's session (js-debug's watchdog lives in its own).
+    Session,
+    /// A watchdog that names a target debuggee.
+    Watchdog,
+}
+
+/// One process of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct KillTarget {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start ticks: the identity checked at execution.
+    #[ts(type = "number")]
+    pub start_ticks: u64,
+    /// Its role.
+    pub role: Role,
+    /// Group and session, for the record.
+    pub pgid: u32,
+    /// Session id.
+    pub sid: u32,
+    /// Redacted command line.
+    pub argv: Vec<String>,
+    /// Why it is included.
+    pub via: Via,
+}
+
+/// A process the plan will not touch, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct Refusal {
+    /// The pid asked for.
+    pub pid: u32,
+    /// Why, in words.
+    pub why: String,
+}
+
+/// What a kill will do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct KillPlan {
+    /// Targets in signalling order: leaves first, workers and servers last.
+    pub targets: Vec<KillTarget>,
+    /// Asked-for pids that will not be touched.
+    pub refused: Vec<Refusal>,
+    /// Milliseconds between SIGTERM and SIGKILL.
+    #[ts(type = "number")]
+    pub grace_ms: u64,
+}
+
+impl KillPlan {
+    /// The plan in words, one line per step (for a preview).
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .targets
+            .iter()
+            .map(|t| {
+                format!(
+                    "SIGTERM {} (pid {}, group {}, session {}, {}): {}",
+                    t.role,
+                    t.pid,
+                    t.pgid,
+                    t.sid,
+                    t.via,
+                    t.argv.join(" ")
+                )
+            })
+            .collect();
+        if !self.targets.is_empty() {
+            out.push(format!(
+                "wait up to {} ms for each to exit, then SIGKILL what is left, then verify",
+                self.grace_ms
+            ));
+        }
+        out.extend(
+            self.refused
+                .iter()
+                .map(|r| format!("refuse {}: {}", r.pid, r.why)),
+        );
+        out
+    }
+}
+
+/// What happened to one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum Outcome {
+    /// Exited after SIGTERM.
+    Exited,
+    /// Needed SIGKILL.
+    Killed,
+    /// Gone (or a zombie) before it was signalled.
+    AlreadyGone,
+    /// Not signalled.
+    Refused {
+        /// Why.
+        why: String,
+    },
+    /// Signalling or waiting failed.
+    Failed {
+        /// The error, in words.
+        why: String,
+    },
+}
+
+impl Outcome {
+    /// Whether the process is verified gone.
+    pub fn is_gone(&self) -> bool {
+        matches!(self, Self::Exited | Self::Killed | Self::AlreadyGone)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Exited => f.write_str("exited"),
+            Self::Killed => f.write_str("killed"),
+            Self::AlreadyGone => f.write_str("already-gone"),
+            Self::Refused { why } => write!(f, "refused: {why}"),
+            Self::Failed { why } => write!(f, "failed: {why}"),
+        }
+    }
+}
+
+/// One line of a kill report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct PidOutcome {
+    /// The pid.
+    pub pid: u32,
+    /// Its role.
+    pub role: Role,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// The report of an executed plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct KillReport {
+    /// One outcome per target and per refusal.
+    pub outcomes: Vec<PidOutcome>,
+}
+
+impl KillReport {
+    /// Every target verified gone (and nothing refused).
+    pub fn all_gone(&self) -> bool {
+        self.outcomes.iter().all(|o| o.outcome.is_gone())
+    }
+}
+
+/// A signal a kill sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub enum KillSignal {
+    /// Ask to exit.
+    #[serde(rename = "SIGTERM")]
+    Term,
+    /// Resume a stopped target (so it can act on the SIGTERM).
+    #[serde(rename = "SIGCONT")]
+    Cont,
+    /// Force.
+    #[serde(rename = "SIGKILL")]
+    Kill,
+}
+
+impl std::fmt::Display for KillSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Term => "SIGTERM",
+            Self::Cont => "SIGCONT",
+            Self::Kill => "SIGKILL",
+        })
+    }
+}
+
+/// Progress while executing (for a live view).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum Progress {
+    /// A signal was sent.
+    Signalled {
+        /// The pid.
+        pid: u32,
+        /// Which.
+        signal: KillSignal,
+    },
+    /// A pid has its outcome.
+    Done {
+        /// The pid.
+        pid: u32,
+        /// The outcome.
+        outcome: Outcome,
+    },
+}

@@ -1,0 +1,49 @@
+//! The schema: what debugtop knows about a machine, as plain data.
+//!
+//! Every type that crosses a boundary lives here — the IPC contract with the UI (TypeScript is
+//! generated from these with ts-rs, never copied by hand), the snapshot file, the CLI's JSON,
+//! and the observation the state step reads. They hold no behaviour beyond small helpers and
+//! their one wording (`Display`); nothing here touches the OS, and nothing here imports
+//! another module of the crate.
+
+mod facts;
+mod finding;
+mod health;
+mod ids;
+mod kill;
+mod logs;
+mod observation;
+mod process;
+mod sessions;
+mod snapshot;
+mod timeline;
+mod tree;
+mod update;
+
+pub use facts::{from_log, ExitHow, Fact, FactSource, Subject, What};
+pub use finding::{Finding, FindingKind, Severity};
+pub use health::{Health, HealthError, HttpSessionDetail};
+pub use ids::{parse_pid, session_id, short, FindingId, ProcId};
+pub use kill::{
+    KillPlan, KillReport, KillSignal, KillTarget, Outcome, PidOutcome, Progress, Refusal, Via,
+};
+pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
+pub use observation::{
+    Endpoints, Exit, HealthCheck, LiveTable, LogsRead, Observation, RemoteObservation, SelfInfo,
+    ServerObservation,
+};
+pub use process::{
+    EnvMarkers, Language, Proc, ProcState, ProcessTable, Role, ScanStats, ServerInfo, ServerMode,
+};
+pub use sessions::{DebugSession, HttpEnd, HttpSession, SessionState};
+pub use snapshot::{
+    Environment, LogExcerpt, ServerVersion, Snapshot, SourceKind, SourceState, SourceStatus,
+    EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
+};
+pub use timeline::{TimelineEvent, TimelineKind};
+pub use tree::{proc_node_id, NodeKind, NodeStatus, TreeNode};
+pub use update::{audit_result, AuditResult, Update};
+
+/// The default grace: how long a condition must hold before it is a finding. Six seconds,
+/// because the server's own force-kill of a worker that does not exit fires at five.
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(6);

@@ -1,0 +1,139 @@
+//! One tick's observation: everything the sources read, as data. It is the only input of the
+//! state step, so a recorded observation replays exactly (tests and bug reports use that).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::health::{Health, HealthError};
+use super::ids::ProcId;
+use super::logs::{LogEvent, TailStats};
+use super::process::{Proc, ProcessTable};
+use super::snapshot::SourceStatus;
+
+/// Everything read in one tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// When it was taken (the scan's end).
+    pub at: DateTime<Utc>,
+    /// The machine's host name.
+    pub host: String,
+    /// The server-related processes, as the scan resolved them.
+    pub table: ProcessTable,
+    /// Exits of watched processes since the last observation, timed when they happened.
+    pub exits: Vec<Exit>,
+    /// What each live local server's sources said.
+    pub servers: Vec<ServerObservation>,
+    /// Servers given by URL: `/health` only.
+    pub remote: Vec<RemoteObservation>,
+    /// The observing process (kill plans never include it or its ancestors).
+    pub me: SelfInfo,
+    /// Sources that are not per server (the exit watcher, say), when degraded.
+    pub sources: Vec<SourceStatus>,
+}
+
+/// A watched process's exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    /// Who.
+    pub id: ProcId,
+    /// When the exit was seen.
+    pub at: DateTime<Utc>,
+}
+
+/// What one server's sources said this tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerObservation {
+    /// The server's pid.
+    pub pid: u32,
+    /// Where it listens.
+    pub endpoints: Endpoints,
+    /// `/health`, for HTTP servers with a known port.
+    pub health: Option<HealthCheck>,
+    /// Log events read this tick (the server's own logs and its sessions' proxy logs).
+    pub log_events: Vec<LogEvent>,
+    /// How reading its logs went.
+    pub logs: LogsRead,
+}
+
+/// Where a server listens.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoints {
+    /// TCP ports it listens on (sorted), from its socket inodes.
+    pub listening: Vec<u16>,
+    /// The base URL for `/health`, when the server speaks HTTP and its port is known.
+    pub base_url: Option<String>,
+    /// Whether the argv port was confirmed by a listening socket.
+    pub port_confirmed: bool,
+}
+
+/// One `/health` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthCheck {
+    /// The base URL asked.
+    pub url: String,
+    /// What it said.
+    pub result: Result<Health, HealthError>,
+}
+
+/// How reading a server's logs went, cumulatively.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogsRead {
+    /// Files tailed.
+    pub files: u32,
+    /// Counters summed over every file.
+    pub stats: TailStats,
+    /// Lines read so far from the server's *own* logs (not proxy logs): 0 means nothing the
+    /// server wrote was ever read, so its silence about a session proves nothing.
+    pub server_lines: u64,
+    /// Errors of this tick, in words.
+    pub errors: Vec<String>,
+}
+
+/// A server given by URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteObservation {
+    /// The base URL.
+    pub url: String,
+    /// What `/health` said.
+    pub health: Result<Health, HealthError>,
+}
+
+/// The observing process and its ancestors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelfInfo {
+    /// Its pid.
+    pub pid: u32,
+    /// Its real uid, when known (a non-root debugtop never plans another user's processes).
+    pub uid: Option<u32>,
+    /// Its ancestors up to init.
+    pub ancestors: Vec<u32>,
+}
+
+/// The processes a kill may be planned against: live ones only (never tombs of processes that
+/// just exited, whose pid may already belong to someone else), and who is asking.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LiveTable {
+    /// Live, server-related processes.
+    pub procs: Vec<Proc>,
+    /// The process that will execute the plan.
+    pub me: SelfInfo,
+}
+
+impl LiveTable {
+    /// The live processes of a table.
+    pub fn new(procs: &[Proc], me: SelfInfo) -> Self {
+        Self {
+            procs: procs
+                .iter()
+                .filter(|p| p.exited_at.is_none() && p.state != super::process::ProcState::Dead)
+                .cloned()
+                .collect(),
+            me,
+        }
+    }
+
+    /// The process with this pid.
+    pub fn get(&self, pid: u32) -> Option<&Proc> {
+        self.procs.iter().find(|p| p.pid == pid)
+    }
+}

@@ -1,0 +1,136 @@
+//! HTTP (MCP transport) sessions and debug sessions, as far as the server's `/health` and logs
+//! tell.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::facts::Fact;
+use super::process::Language;
+
+/// A debug session's state, as mcp-debugger names it.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
+    strum::EnumString,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+#[ts(export)]
+pub enum SessionState {
+    /// Created, not started.
+    Created,
+    /// Starting: the worker and adapter are being set up.
+    Initializing,
+    /// Ready to run.
+    Ready,
+    /// Running the debuggee.
+    Running,
+    /// Stopped at a breakpoint, a step or an entry: the user's choice.
+    Paused,
+    /// Stopped for good (the debuggee ended or the session was closed).
+    Stopped,
+    /// Failed (the worker died under it, say).
+    Error,
+    /// A state this build does not know.
+    #[serde(other)]
+    #[strum(disabled)]
+    Unknown,
+}
+
+impl SessionState {
+    /// Parses a state as logged; unknown words are [`SessionState::Unknown`].
+    pub fn from_log(s: &str) -> Self {
+        s.trim().parse().unwrap_or(Self::Unknown)
+    }
+
+    /// Still setting up (a worker may not exist yet).
+    pub fn is_starting(self) -> bool {
+        matches!(self, Self::Created | Self::Initializing)
+    }
+}
+
+/// How an HTTP session ended.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+#[ts(export)]
+pub enum HttpEnd {
+    /// The client closed it (`DELETE /mcp`) or the server did.
+    Closed,
+    /// The stale sweep reaped it (idle, no open stream).
+    Reaped,
+    /// Reaped because its SSE stream was lost (newer servers).
+    StreamLost,
+}
+
+/// An HTTP (MCP transport) session of a server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct HttpSession {
+    /// `Mcp-Session-Id`.
+    pub id: String,
+    /// The server holding it.
+    pub server_pid: Option<u32>,
+    /// Listed by the latest `/health`.
+    pub in_health: bool,
+    /// How it ended, once the log says so.
+    pub ended: Option<HttpEnd>,
+    /// Debug sessions it holds (newer `/health` `details` only).
+    pub debug_sessions: Vec<String>,
+    /// What is known, with sources.
+    pub facts: Vec<Fact>,
+}
+
+/// A debug session, as far as it is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct DebugSession {
+    /// The debug session id.
+    pub id: String,
+    /// The server that owns it.
+    pub server_pid: Option<u32>,
+    /// Its name (from the log).
+    pub name: Option<String>,
+    /// Its language (from the log or the adapter).
+    pub language: Option<Language>,
+    /// Last state the log gave.
+    pub state: Option<SessionState>,
+    /// The server's own logs created it (otherwise it is known only from processes, or from
+    /// its worker's proxy log).
+    pub in_log: bool,
+    /// The server's own log says it was closed or stopped.
+    pub ended: bool,
+    /// When it ended, per the log.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The log line that ended it.
+    pub ended_by: Option<Fact>,
+    /// Its live worker, if any.
+    pub worker_pid: Option<u32>,
+    /// Its adapter, if known.
+    pub adapter_pid: Option<u32>,
+    /// The HTTP session holding it, when known.
+    pub http_session: Option<String>,
+    /// What is known, with sources.
+    pub facts: Vec<Fact>,
+}

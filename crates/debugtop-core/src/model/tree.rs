@@ -1,0 +1,155 @@
+//! The reconciled tree: server → HTTP sessions → debug sessions → processes.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::facts::Fact;
+use super::ids::ProcId;
+use super::process::{ProcState, Role};
+use super::sessions::{HttpEnd, SessionState};
+
+/// What a tree node stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum NodeKind {
+    /// A live mcp-debugger server.
+    Server,
+    /// A server that is gone (dead, or its pid now another process), kept for what it left.
+    GoneServer,
+    /// A server given by URL (`--server`): `/health` only.
+    RemoteServer,
+    /// An HTTP session.
+    HttpSession,
+    /// A debug session.
+    DebugSession,
+    /// A process.
+    Process,
+}
+
+/// A session node's status.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+#[ts(export)]
+pub enum NodeStatus {
+    /// An HTTP session still open.
+    Open,
+    /// An HTTP session closed, or a debug session the log ended.
+    Closed,
+    /// An HTTP session reaped by the stale sweep.
+    Reaped,
+    /// An HTTP session reaped because its stream was lost.
+    StreamLost,
+    /// A debug session in this state.
+    Created,
+    /// Setting up.
+    Initializing,
+    /// Ready.
+    Ready,
+    /// Running.
+    Running,
+    /// Paused.
+    Paused,
+    /// Stopped.
+    Stopped,
+    /// Error.
+    Error,
+    /// Not known (known only from its processes).
+    Unknown,
+}
+
+impl From<SessionState> for NodeStatus {
+    fn from(s: SessionState) -> Self {
+        match s {
+            SessionState::Created => Self::Created,
+            SessionState::Initializing => Self::Initializing,
+            SessionState::Ready => Self::Ready,
+            SessionState::Running => Self::Running,
+            SessionState::Paused => Self::Paused,
+            SessionState::Stopped => Self::Stopped,
+            SessionState::Error => Self::Error,
+            SessionState::Unknown => Self::Unknown,
+        }
+    }
+}
+
+impl From<HttpEnd> for NodeStatus {
+    fn from(e: HttpEnd) -> Self {
+        match e {
+            HttpEnd::Closed => Self::Closed,
+            HttpEnd::Reaped => Self::Reaped,
+            HttpEnd::StreamLost => Self::StreamLost,
+        }
+    }
+}
+
+/// A node of the reconciled tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct TreeNode {
+    /// Stable id: `server:<pid>`, `gone:<pid>`, `remote:<url>`, `http:<id>`, `debug:<id>`,
+    /// `proc:<pid>.<start ticks>`.
+    pub id: String,
+    /// What it is.
+    pub kind: NodeKind,
+    /// Short text (for processes: the command line).
+    pub label: String,
+    /// The process (process and server nodes).
+    pub pid: Option<u32>,
+    /// Its role (process nodes).
+    pub role: Option<Role>,
+    /// Its scheduler state (process nodes).
+    pub state: Option<ProcState>,
+    /// The debug session, where known.
+    pub session_id: Option<String>,
+    /// Session nodes: their status.
+    pub status: Option<NodeStatus>,
+    /// What is known about this node, with sources.
+    pub facts: Vec<Fact>,
+    /// Children.
+    pub children: Vec<TreeNode>,
+}
+
+impl TreeNode {
+    /// A node without children or facts.
+    pub fn new(id: String, kind: NodeKind, label: String) -> Self {
+        Self {
+            id,
+            kind,
+            label,
+            pid: None,
+            role: None,
+            state: None,
+            session_id: None,
+            status: None,
+            facts: Vec::new(),
+            children: Vec::new(),
+        }
+    }
+
+    /// Depth-first iterator over this node and its descendants.
+    pub fn walk(&self) -> Vec<&TreeNode> {
+        let mut out = vec![self];
+        for c in &self.children {
+            out.extend(c.walk());
+        }
+        out
+    }
+}
+
+/// The id of a process node.
+pub fn proc_node_id(id: ProcId) -> String {
+    format!("proc:{id}")
+}

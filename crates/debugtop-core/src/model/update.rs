@@ -1,0 +1,123 @@
+//! What the engine publishes: one update per tick, and the audit's answer.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::finding::{Finding, Severity};
+use super::logs::LogEvent;
+use super::process::ServerInfo;
+use super::snapshot::{Snapshot, SourceState, SourceStatus};
+
+/// One published result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[ts(export)]
+pub struct Update {
+    /// Tick number, from 1.
+    #[ts(type = "number")]
+    pub seq: u64,
+    /// The reconciled snapshot.
+    pub snapshot: Snapshot,
+    /// Log events read during this tick.
+    pub events: Vec<LogEvent>,
+}
+
+/// The liveness audit's answer: what `debugtop-cli audit --json` prints and the app's audit
+/// pane shows, from the same function.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct AuditResult {
+    /// No finding.
+    pub clean: bool,
+    /// When the last sample was taken.
+    pub taken_at: DateTime<Utc>,
+    /// The machine.
+    pub host: String,
+    /// Servers audited.
+    pub servers: Vec<ServerInfo>,
+    /// Debug sessions known.
+    pub debug_sessions: u32,
+    /// Server-related processes looked at.
+    pub processes: u32,
+    /// What it found (empty: all healthy), worst first.
+    pub findings: Vec<Finding>,
+    /// Each source's health (a degraded source is said, not hidden).
+    pub sources: Vec<SourceStatus>,
+}
+
+impl AuditResult {
+    /// The process exit code of an audit that ran: 0 clean, 1 findings.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(!self.clean)
+    }
+
+    /// The readable report.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::new();
+        let head = match self.findings.len() {
+            0 => "all healthy".to_owned(),
+            1 => "1 finding".to_owned(),
+            n => format!("{n} findings"),
+        };
+        let _ = writeln!(
+            o,
+            "debugtop audit: {head} on {} server(s), {} debug session(s), {} process(es)",
+            self.servers.len(),
+            self.debug_sessions,
+            self.processes
+        );
+        for f in &self.findings {
+            let _ = write_finding(&mut o, f);
+        }
+        for src in self.sources.iter().filter(|x| x.state != SourceState::Ok) {
+            let who = src
+                .server_pid
+                .map(|p| format!(" (server {p})"))
+                .unwrap_or_default();
+            let _ = writeln!(o, "note: {}{who}: {}", src.source, src.detail);
+        }
+        o
+    }
+}
+
+fn write_finding(o: &mut String, f: &Finding) -> std::fmt::Result {
+    use std::fmt::Write;
+    let sev = match f.severity {
+        Severity::Critical => "CRITICAL",
+        Severity::Warning => "WARNING",
+        Severity::Info => "INFO",
+    };
+    let sid = f
+        .session_id
+        .as_deref()
+        .map(|s| format!(", session {s}"))
+        .unwrap_or_default();
+    let srv = f
+        .server_pid
+        .map(|s| format!(", server {s}"))
+        .unwrap_or_default();
+    writeln!(o, "{sev} {} — {}{sid}{srv}", f.kind, f.id)?;
+    for e in &f.evidence {
+        writeln!(o, "    - {e}")?;
+    }
+    writeln!(o, "    fix: {}", f.suggested_action)?;
+    if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
+        writeln!(o, "         debugtop-cli kill {}", f.id)?;
+    }
+    Ok(())
+}
+
+/// Builds the audit's answer from the last snapshot of an audit run.
+pub fn audit_result(s: &Snapshot) -> AuditResult {
+    AuditResult {
+        clean: s.findings.is_empty(),
+        taken_at: s.taken_at,
+        host: s.host.clone(),
+        servers: s.servers.clone(),
+        debug_sessions: u32::try_from(s.debug_sessions.len()).unwrap_or(u32::MAX),
+        processes: u32::try_from(s.processes.len()).unwrap_or(u32::MAX),
+        findings: s.findings.clone(),
+        sources: s.sources.clone(),
+    }
+}

@@ -1,0 +1,3 @@
+//! Reports: the snapshot as people read it outside the app (the Markdown incident report).
+
+pub mod markdown;

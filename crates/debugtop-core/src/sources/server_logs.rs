@@ -1,0 +1,157 @@
+//! Every log of one server, tailed incrementally: its own logs (the per-pid CLI log,
+//! `--log-file`, winston's rotated siblings) and the `proxy-<session>.log` of each session that
+//! is live (a process carries its id) or that the server's log opened and has not closed.
+//! Listing a session's run dirs is I/O, and new run dirs are rare: they are listed at most every
+//! [`PROXY_RELIST`], the files already found are tailed every poll.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+
+use super::discovery::ServerFiles;
+use super::logs::LogTail;
+use crate::model::{LogEvent, LogEventKind, LogOrigin, LogsRead, TailStats};
+
+/// How often a session's run dirs are listed again for new proxy logs.
+pub const PROXY_RELIST: Duration = Duration::from_secs(5);
+
+/// Lines older than the server's start by more than this belong to an earlier server that
+/// wrote the same file (a shared `--log-file`, or the per-pid log of a reused pid).
+const BEFORE_START: ChronoDuration = ChronoDuration::seconds(2);
+
+/// The most sessions whose proxy logs are tailed for one server (a bound under a real
+/// incident: a server that opened thousands of sessions and closed none).
+const MAX_OPEN_SESSIONS: usize = 4096;
+
+/// The logs of one server.
+#[derive(Debug)]
+pub struct ServerLogs {
+    start: DateTime<Utc>,
+    files: ServerFiles,
+    tails: BTreeMap<PathBuf, LogTail>,
+    proxy_listed: BTreeMap<String, Instant>,
+    /// Sessions the server's own log created and has not closed.
+    open: BTreeSet<String>,
+}
+
+impl ServerLogs {
+    /// The logs of a server that started at `start`.
+    pub fn new(start: DateTime<Utc>, files: ServerFiles) -> Self {
+        Self {
+            start,
+            files,
+            tails: BTreeMap::new(),
+            proxy_listed: BTreeMap::new(),
+            open: BTreeSet::new(),
+        }
+    }
+
+    /// Reads what every log gained since the last poll. `live` are the sessions whose processes
+    /// are running now.
+    pub fn poll(&mut self, live: &BTreeSet<String>, now: Instant) -> (Vec<LogEvent>, LogsRead) {
+        let mut wanted: Vec<(PathBuf, LogOrigin)> = self
+            .files
+            .server_logs()
+            .into_iter()
+            .map(|f| (f, LogOrigin::Server))
+            .collect();
+        wanted.extend(
+            self.proxy_files(live, now)
+                .into_iter()
+                .map(|f| (f, LogOrigin::Proxy)),
+        );
+        let mut events = Vec::new();
+        let mut errors = Vec::new();
+        for (path, origin) in wanted {
+            let tail = self
+                .tails
+                .entry(path.clone())
+                .or_insert_with(|| LogTail::new(path, origin));
+            match tail.poll() {
+                Ok(evs) => events.extend(evs.into_iter().filter(|e| self.is_this_servers(e))),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        for e in &events {
+            self.track(e);
+        }
+        (events, self.read(errors))
+    }
+
+    /// The proxy logs to tail: those already found, plus new run dirs of sessions due for a
+    /// listing.
+    fn proxy_files(&mut self, live: &BTreeSet<String>, now: Instant) -> Vec<PathBuf> {
+        let sessions: BTreeSet<String> = live.iter().chain(self.open.iter()).cloned().collect();
+        let mut out = Vec::new();
+        for sid in &sessions {
+            let due = self
+                .proxy_listed
+                .get(sid)
+                .is_none_or(|t| now.duration_since(*t) >= PROXY_RELIST);
+            if due {
+                self.proxy_listed.insert(sid.clone(), now);
+                out.extend(self.files.proxy_logs(sid));
+            } else {
+                let name = format!("proxy-{sid}.log");
+                out.extend(
+                    self.tails
+                        .keys()
+                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == name))
+                        .cloned(),
+                );
+            }
+        }
+        self.proxy_listed.retain(|sid, _| sessions.contains(sid));
+        // Proxy tails of sessions no longer followed are dropped (their files stay on disk).
+        let keep: BTreeSet<&PathBuf> = out.iter().collect();
+        self.tails
+            .retain(|p, t| t.origin() == LogOrigin::Server || keep.contains(p));
+        out
+    }
+
+    fn is_this_servers(&self, e: &LogEvent) -> bool {
+        e.at.is_none_or(|at| at >= self.start - BEFORE_START)
+    }
+
+    /// Which sessions the server's own log has open (for whose proxy logs to follow).
+    fn track(&mut self, e: &LogEvent) {
+        if e.origin != LogOrigin::Server {
+            return;
+        }
+        match &e.kind {
+            LogEventKind::DebugSessionCreated { session_id, .. }
+                if self.open.len() < MAX_OPEN_SESSIONS =>
+            {
+                self.open.insert(session_id.clone());
+            }
+            LogEventKind::DebugSessionClosed { session_id }
+            | LogEventKind::SessionStopped { session_id } => {
+                self.open.remove(session_id);
+            }
+            _ => {}
+        }
+    }
+
+    fn read(&self, errors: Vec<String>) -> LogsRead {
+        let mut stats = TailStats::default();
+        let mut server_lines = 0;
+        for t in self.tails.values() {
+            stats.lines += t.stats.lines;
+            stats.events += t.stats.events;
+            stats.skipped += t.stats.skipped;
+            stats.oversized += t.stats.oversized;
+            stats.restarts += t.stats.restarts;
+            if t.origin() == LogOrigin::Server {
+                server_lines += t.stats.lines;
+            }
+        }
+        LogsRead {
+            files: u32::try_from(self.tails.len()).unwrap_or(u32::MAX),
+            stats,
+            server_lines,
+            errors,
+        }
+    }
+}

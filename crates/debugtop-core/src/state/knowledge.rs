@@ -1,0 +1,335 @@
+//! What the logs have said about each server, folded event by event and kept across ticks: its
+//! HTTP sessions and debug sessions with their facts, states and ends. Pure: events in, records
+//! out; no clock (an event without a time takes the observation's).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::model::{
+    from_log, Fact, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin, Observation,
+    SessionState, Subject, What,
+};
+
+/// How long an ended session's record is kept after its end (then forgotten).
+pub const RETAIN_ENDED: Duration = Duration::minutes(10);
+/// The most session records kept per server (oldest ended ones go first).
+pub const MAX_RECORDS: usize = 2048;
+/// The most facts kept per session (the first and the newest).
+const MAX_FACTS: usize = 64;
+
+/// An HTTP session, as the logs tell.
+#[derive(Debug, Default, Clone)]
+pub struct HttpRec {
+    /// Facts, oldest first.
+    pub facts: Vec<Fact>,
+    /// How and when it ended.
+    pub ended: Option<(HttpEnd, DateTime<Utc>)>,
+}
+
+/// A debug session, as the logs tell.
+#[derive(Debug, Default, Clone)]
+pub struct DebugRec {
+    /// Its name.
+    pub name: Option<String>,
+    /// Its language.
+    pub language: Option<Language>,
+    /// Last state.
+    pub state: Option<SessionState>,
+    /// The server's own log created it.
+    pub created: bool,
+    /// When the server's own log ended it.
+    pub ended: Option<DateTime<Utc>>,
+    /// The line that ended it.
+    pub ended_by: Option<Fact>,
+    /// The worker the server spawned for it.
+    pub worker_pid: Option<u32>,
+    /// The adapter its worker spawned.
+    pub adapter_pid: Option<u32>,
+    /// Facts, oldest first.
+    pub facts: Vec<Fact>,
+}
+
+/// One server's records.
+#[derive(Debug, Default, Clone)]
+pub struct ServerKnowledge {
+    /// When the server started (records of a previous holder of the pid are dropped).
+    pub start: Option<DateTime<Utc>>,
+    /// HTTP sessions by id.
+    pub http: BTreeMap<String, HttpRec>,
+    /// Debug sessions by id.
+    pub debug: BTreeMap<String, DebugRec>,
+}
+
+/// Every server's records.
+#[derive(Debug, Default, Clone)]
+pub struct Knowledge {
+    servers: BTreeMap<u32, ServerKnowledge>,
+}
+
+impl Knowledge {
+    /// What is known about the server with this pid (live or gone).
+    pub fn server(&self, pid: u32) -> Option<&ServerKnowledge> {
+        self.servers.get(&pid)
+    }
+
+    /// Folds one observation's log events in; returns them, for the timeline and the update.
+    pub fn apply(&mut self, obs: &Observation) -> Vec<LogEvent> {
+        let mut all = Vec::new();
+        for s in &obs.servers {
+            let start = obs
+                .table
+                .servers
+                .iter()
+                .find(|x| x.pid == s.pid)
+                .map(|x| x.start_time);
+            let k = self.servers.entry(s.pid).or_default();
+            if start.is_some() && k.start.is_some() && k.start != start {
+                *k = ServerKnowledge::default();
+            }
+            k.start = k.start.or(start);
+            for ev in &s.log_events {
+                k.apply(ev, obs.at);
+            }
+            k.prune(obs.at);
+            all.extend(s.log_events.iter().cloned());
+        }
+        self.forget_gone(obs);
+        all
+    }
+
+    /// Drops servers that are gone and left nothing behind.
+    fn forget_gone(&mut self, obs: &Observation) {
+        let live: Vec<u32> = obs.table.servers.iter().map(|s| s.pid).collect();
+        let referenced: Vec<u32> = obs
+            .table
+            .procs
+            .iter()
+            .filter_map(|p| p.server_pid)
+            .collect();
+        self.servers
+            .retain(|pid, _| live.contains(pid) || referenced.contains(pid));
+    }
+}
+
+impl ServerKnowledge {
+    /// Applies one log event.
+    pub fn apply(&mut self, ev: &LogEvent, now: DateTime<Utc>) {
+        let at = ev.at.unwrap_or(now);
+        if let Some((subject, fact)) = from_log(ev) {
+            match subject {
+                Subject::Http(id) => self.http_fact(id, fact, at),
+                Subject::Debug(id) => self.debug_fact(id, fact, ev, at),
+                Subject::Server => {}
+            }
+        }
+        // What only the structured fields carry: the name and language of a new session.
+        if let LogEventKind::DebugSessionCreated {
+            session_id,
+            name,
+            language,
+        } = &ev.kind
+        {
+            let r = self.debug.entry(session_id.clone()).or_default();
+            r.name = r.name.take().or_else(|| name.clone());
+            r.language = r
+                .language
+                .or_else(|| language.as_deref().and_then(Language::from_server_name));
+        }
+    }
+
+    fn http_fact(&mut self, id: String, fact: Fact, at: DateTime<Utc>) {
+        let r = self.http.entry(id).or_default();
+        match fact.what {
+            What::HttpReaped { .. } => r.ended = Some((HttpEnd::Reaped, at)),
+            What::HttpClosed if r.ended.is_none() => r.ended = Some((HttpEnd::Closed, at)),
+            _ => {}
+        }
+        push_bounded(&mut r.facts, fact);
+    }
+
+    fn debug_fact(&mut self, id: String, fact: Fact, ev: &LogEvent, at: DateTime<Utc>) {
+        let server_said = ev.origin == LogOrigin::Server;
+        let r = self.debug.entry(id).or_default();
+        match &fact.what {
+            What::SessionCreated if server_said => {
+                r.created = true;
+                r.state.get_or_insert(SessionState::Created);
+            }
+            What::SessionCreated => {}
+            What::StateChanged { to, .. } => r.state = Some(*to),
+            What::MarkedStopped | What::Closed if server_said && r.ended.is_none() => {
+                r.ended = Some(at);
+                r.ended_by = Some(fact.clone());
+            }
+            What::WorkerSpawned { pid } => r.worker_pid = Some(*pid),
+            What::AdapterSpawned { pid } => r.adapter_pid = Some(*pid),
+            _ => {}
+        }
+        // A session's first fact ("created") is its birth; don't repeat it.
+        if !(matches!(fact.what, What::SessionCreated)
+            && r.facts.iter().any(|f| f.what == What::SessionCreated))
+        {
+            push_bounded(&mut r.facts, fact);
+        }
+    }
+
+    /// Forgets ended sessions past the retention window, and the oldest ended ones past the
+    /// cap; records of live sessions are kept.
+    fn prune(&mut self, now: DateTime<Utc>) {
+        self.debug
+            .retain(|_, r| r.ended.is_none_or(|at| now - at < RETAIN_ENDED));
+        self.http
+            .retain(|_, r| r.ended.is_none_or(|(_, at)| now - at < RETAIN_ENDED));
+        cap(&mut self.debug, |r| r.ended);
+        cap(&mut self.http, |r| r.ended.map(|(_, at)| at));
+    }
+}
+
+/// Keeps at most [`MAX_RECORDS`], dropping the earliest-ended first (never a live one unless
+/// only live ones are left).
+fn cap<R>(map: &mut BTreeMap<String, R>, ended: impl Fn(&R) -> Option<DateTime<Utc>>) {
+    if map.len() <= MAX_RECORDS {
+        return;
+    }
+    let mut order: Vec<(Option<DateTime<Utc>>, String)> =
+        map.iter().map(|(k, r)| (ended(r), k.clone())).collect();
+    // Ended (Some) before live (None), earliest first.
+    order.sort_by_key(|(e, _)| (e.is_none(), *e));
+    for (_, k) in order.into_iter().take(map.len() - MAX_RECORDS) {
+        map.remove(&k);
+    }
+}
+
+fn push_bounded(facts: &mut Vec<Fact>, fact: Fact) {
+    facts.push(fact);
+    if facts.len() > MAX_FACTS {
+        facts.drain(1..facts.len() - (MAX_FACTS - 1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{FactSource, LogEventKind as K};
+
+    fn ev(line: u64, origin: LogOrigin, kind: K) -> LogEvent {
+        LogEvent {
+            at: DateTime::from_timestamp(1_800_000_000 + line as i64, 0),
+            file: "/l/server.log".into(),
+            origin,
+            line,
+            kind,
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_500, 0).unwrap_or_default()
+    }
+
+    #[test]
+    fn session_stopped_line_cites_itself_as_the_end() {
+        let mut k = ServerKnowledge::default();
+        let created = K::DebugSessionCreated {
+            session_id: "s-1".into(),
+            name: Some("n".into()),
+            language: Some("python".into()),
+        };
+        k.apply(&ev(1, LogOrigin::Server, created), now());
+        let stopped = K::SessionStopped {
+            session_id: "s-1".into(),
+        };
+        k.apply(&ev(212, LogOrigin::Server, stopped), now());
+        let closed = K::DebugSessionClosed {
+            session_id: "s-1".into(),
+        };
+        k.apply(&ev(213, LogOrigin::Server, closed), now());
+        let r = &k.debug["s-1"];
+        let by = r.ended_by.as_ref().expect("ended_by recorded");
+        assert_eq!(
+            by.source,
+            FactSource::Log {
+                file: "/l/server.log".into(),
+                line: 212
+            }
+        );
+        assert_eq!(by.what, What::MarkedStopped);
+        assert_eq!(by.source.to_string(), "server.log:212");
+        assert_eq!(r.language, Some(Language::Python));
+        assert!(r.created);
+    }
+
+    #[test]
+    fn a_proxy_log_neither_creates_nor_ends_a_session_for_the_server() {
+        let mut k = ServerKnowledge::default();
+        let adapter = K::AdapterSpawned {
+            pid: 42,
+            session_id: Some("s-2".into()),
+        };
+        k.apply(&ev(1, LogOrigin::Proxy, adapter), now());
+        let r = &k.debug["s-2"];
+        assert!(!r.created, "the worker's own log is not the server's word");
+        assert_eq!(r.adapter_pid, Some(42));
+        let stopped = K::SessionStopped {
+            session_id: "s-2".into(),
+        };
+        k.apply(&ev(2, LogOrigin::Proxy, stopped), now());
+        assert!(k.debug["s-2"].ended.is_none());
+    }
+
+    #[test]
+    fn http_session_reaped_is_ended_as_reaped() {
+        let mut k = ServerKnowledge::default();
+        for (line, kind) in [
+            (
+                1,
+                K::HttpSessionInitialized {
+                    http_session: "h-1".into(),
+                },
+            ),
+            (
+                2,
+                K::HttpSessionReaped {
+                    http_session: "h-1".into(),
+                    idle_secs: Some(41),
+                },
+            ),
+            (
+                3,
+                K::HttpSessionClosed {
+                    http_session: "h-1".into(),
+                },
+            ),
+        ] {
+            k.apply(&ev(line, LogOrigin::Server, kind), now());
+        }
+        assert_eq!(
+            k.http["h-1"].ended.map(|(how, _)| how),
+            Some(HttpEnd::Reaped)
+        );
+        assert_eq!(k.http["h-1"].facts.len(), 3);
+    }
+
+    #[test]
+    fn ended_records_are_forgotten_after_the_window_and_capped() {
+        let mut k = ServerKnowledge::default();
+        for i in 0..(MAX_RECORDS + 10) {
+            let sid = format!("s-{i}");
+            let created = K::DebugSessionCreated {
+                session_id: sid.clone(),
+                name: None,
+                language: None,
+            };
+            k.apply(&ev(i as u64, LogOrigin::Server, created), now());
+            if i % 2 == 0 {
+                let closed = K::DebugSessionClosed { session_id: sid };
+                k.apply(&ev(i as u64, LogOrigin::Server, closed), now());
+            }
+        }
+        k.prune(now());
+        assert_eq!(k.debug.len(), MAX_RECORDS);
+        assert!(k.debug.contains_key("s-1"), "live sessions are kept");
+        k.prune(now() + Duration::hours(2));
+        assert!(k.debug.values().all(|r| r.ended.is_none()));
+    }
+}

@@ -1,0 +1,154 @@
+//! The state: everything debugtop concluded so far, advanced by one pure step per observation.
+//!
+//! `State::step(observation) -> Update` folds the logs into what is known about each server,
+//! reconciles the tree, runs every verdict rule, diffs the timeline and builds the snapshot —
+//! with no clock, no `/proc` and no network inside (times come from the observation), so every
+//! rule and the tree are unit-tested from fixtures and a recorded observation replays exactly.
+
+pub mod knowledge;
+pub mod plan;
+pub mod reconcile;
+pub mod rules;
+pub mod timeline;
+
+use std::time::Duration;
+
+use crate::model::{
+    LiveTable, Observation, ScanStats, Snapshot, SourceKind, SourceState, SourceStatus, Update,
+    SCHEMA,
+};
+use crate::redact::redact_snapshot;
+use knowledge::Knowledge;
+use reconcile::World;
+use rules::{Evaluator, VerdictConfig};
+use timeline::Timeline;
+
+/// What the state step is told.
+#[derive(Debug, Clone)]
+pub struct StateConfig {
+    /// Verdict rules: grace, spin threshold, live or audit confirmation.
+    pub verdicts: VerdictConfig,
+    /// Redact published snapshots (default on); `home` is shown as `~`.
+    pub redact: bool,
+    /// The user's home directory, for redaction.
+    pub home: Option<String>,
+    /// Timeline events kept in memory (a ring).
+    pub timeline_capacity: usize,
+    /// How long just-exited processes stay as tombs.
+    pub tomb_ttl: Duration,
+    /// How much of the timeline each published snapshot carries.
+    pub timeline_window: Duration,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self {
+            verdicts: VerdictConfig::default(),
+            redact: true,
+            home: None,
+            timeline_capacity: timeline::DEFAULT_CAPACITY,
+            tomb_ttl: timeline::DEFAULT_TOMB_TTL,
+            timeline_window: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Everything concluded so far.
+#[derive(Debug)]
+pub struct State {
+    config: StateConfig,
+    knowledge: Knowledge,
+    evaluator: Evaluator,
+    timeline: Timeline,
+    live: LiveTable,
+    seq: u64,
+}
+
+impl State {
+    /// A state that has seen nothing.
+    pub fn new(config: StateConfig) -> Self {
+        Self {
+            knowledge: Knowledge::default(),
+            evaluator: Evaluator::new(config.verdicts),
+            timeline: Timeline::new(config.timeline_capacity, config.tomb_ttl),
+            live: LiveTable::default(),
+            seq: 0,
+            config,
+        }
+    }
+
+    /// One step: the observation in, the update out.
+    pub fn step(&mut self, obs: Observation) -> Update {
+        self.seq += 1;
+        self.timeline
+            .observe_procs(obs.at, &obs.table.procs, &obs.exits);
+        let events = self.knowledge.apply(&obs);
+        let world = reconcile::build(&obs, self.timeline.tombs(), &self.knowledge);
+        self.live = LiveTable::new(&obs.table.procs, obs.me.clone());
+        let findings = self.evaluator.evaluate(&world, &self.live);
+        self.timeline.observe_world(&world, &findings, &events);
+        let snapshot = self.snapshot(&world, findings, &obs);
+        Update {
+            seq: self.seq,
+            snapshot,
+            events,
+        }
+    }
+
+    /// The live processes of the last step (never tombs), for planning kills.
+    pub fn live(&self) -> &LiveTable {
+        &self.live
+    }
+
+    fn snapshot(
+        &self,
+        world: &World,
+        findings: Vec<crate::model::Finding>,
+        obs: &Observation,
+    ) -> Snapshot {
+        let window = chrono::Duration::from_std(self.config.timeline_window)
+            .unwrap_or_else(|_| chrono::Duration::minutes(10));
+        let mut sources = vec![process_table_status(&obs.table.stats)];
+        sources.extend(world.sources.iter().cloned());
+        let mut s = Snapshot {
+            schema: SCHEMA.to_owned(),
+            taken_at: world.at,
+            host: obs.host.clone(),
+            debugtop: env!("CARGO_PKG_VERSION").to_owned(),
+            redacted: false,
+            servers: world.servers.clone(),
+            http_sessions: world.http_sessions.clone(),
+            debug_sessions: world.debug_sessions.clone(),
+            processes: world.procs.clone(),
+            tree: world.tree.clone(),
+            findings,
+            timeline: self.timeline.since(world.at - window),
+            log_excerpts: Vec::new(),
+            sources,
+            environment: None,
+        };
+        if self.config.redact {
+            redact_snapshot(&mut s, self.config.home.as_deref());
+        }
+        s
+    }
+}
+
+fn process_table_status(stats: &ScanStats) -> SourceStatus {
+    SourceStatus::new(
+        SourceKind::ProcessTable,
+        None,
+        if stats.denied > 0 {
+            SourceState::Degraded
+        } else {
+            SourceState::Ok
+        },
+        format!(
+            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users)",
+            stats.processes,
+            stats.duration_us / 1000,
+            stats.vanished,
+            stats.denied
+        ),
+    )
+}

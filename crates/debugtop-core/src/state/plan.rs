@@ -1,0 +1,274 @@
+//! Kill planning, pure over a [`LiveTable`]: which processes, in which order, and what is
+//! refused. A plan names every process to end (the asked-for processes, optionally their
+//! descendants, and the members of the process groups and sessions that adapters, debuggees and
+//! watchdogs lead), leaves first and workers last, each with its identity (pid + start ticks).
+//! Execution (in `actions::kill`) re-applies every refusal against the live table.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::model::{KillPlan, KillTarget, LiveTable, Proc, Refusal, Role, Via};
+use crate::redact::redact_argv;
+
+/// Default time between SIGTERM and SIGKILL.
+pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
+/// The longest grace anyone may ask for (a plan waits at most this long per signal).
+pub const MAX_GRACE: Duration = Duration::from_secs(60);
+/// The grace for processes that ignore SIGTERM in practice (spinning orphans, §4.3 of the
+/// server's failure shapes): SIGKILL follows after one second.
+pub const SHORT_GRACE: Duration = Duration::from_millis(1000);
+
+/// Options for planning.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanOptions {
+    /// Include every descendant of the targets.
+    pub tree: bool,
+    /// SIGTERM → SIGKILL grace (bounded by [`MAX_GRACE`]).
+    pub grace: Duration,
+}
+
+impl Default for PlanOptions {
+    fn default() -> Self {
+        Self {
+            tree: true,
+            grace: DEFAULT_GRACE,
+        }
+    }
+}
+
+/// Why a pid may never be signalled by this process, whatever the plan says.
+pub fn refusal(live: &LiveTable, pid: u32) -> Option<String> {
+    if pid <= 1 {
+        return Some("pid 0 and 1 are never signalled".to_owned());
+    }
+    if pid == live.me.pid {
+        return Some("that is debugtop itself".to_owned());
+    }
+    if live.me.ancestors.contains(&pid) {
+        return Some("that is an ancestor of debugtop (its shell or launcher)".to_owned());
+    }
+    let Some(p) = live.get(pid) else {
+        return Some(
+            "not part of any debug server's tree (use --force to kill it anyway)".to_owned(),
+        );
+    };
+    match (live.me.uid, p.uid) {
+        (Some(me), Some(them)) if me != 0 && me != them => Some(format!(
+            "it belongs to another user (uid {them}); only root may end other users' processes"
+        )),
+        _ => None,
+    }
+}
+
+/// Plans the end of `pids` against the live table.
+pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
+    let mut chosen: BTreeMap<u32, Via> = BTreeMap::new();
+    let mut refused: Vec<Refusal> = Vec::new();
+    for &pid in pids {
+        if chosen.contains_key(&pid) || refused.iter().any(|r| r.pid == pid) {
+            continue;
+        }
+        match refusal(live, pid) {
+            Some(why) => refused.push(Refusal { pid, why }),
+            None => {
+                chosen.insert(pid, Via::Target);
+            }
+        }
+    }
+    expand(live, &mut chosen, opts.tree);
+    let by_pid: BTreeMap<u32, &Proc> = live.procs.iter().map(|p| (p.pid, p)).collect();
+    let mut targets: Vec<KillTarget> = chosen
+        .iter()
+        .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via)))
+        .collect();
+    // Leaves first; workers and servers after everything they started.
+    let rank = |r: Role| match r {
+        Role::Server => 2,
+        Role::Worker => 1,
+        _ => 0,
+    };
+    targets.sort_by_key(|t| {
+        (
+            rank(t.role),
+            std::cmp::Reverse(depth(&by_pid, &chosen, t.pid)),
+            t.pid,
+        )
+    });
+    KillPlan {
+        targets,
+        refused,
+        grace_ms: u64::try_from(opts.grace.min(MAX_GRACE).as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// Adds descendants (with `tree`), members of groups and sessions the chosen lead, and
+/// watchdogs naming a chosen debuggee — never a server, never a refused pid.
+fn expand(live: &LiveTable, chosen: &mut BTreeMap<u32, Via>, tree: bool) {
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let current: Vec<u32> = chosen.keys().copied().collect();
+        for pid in current {
+            let Some(p) = live.get(pid) else { continue };
+            for q in &live.procs {
+                if chosen.contains_key(&q.pid)
+                    || q.role == Role::Server
+                    || refusal(live, q.pid).is_some()
+                {
+                    continue;
+                }
+                let via = if tree && q.ppid == pid {
+                    Some(Via::Descendant)
+                } else if p.pgid == pid && q.pgid == pid {
+                    Some(Via::Group)
+                } else if p.sid == pid && q.sid == pid {
+                    Some(Via::Session)
+                } else if q.role == Role::Watchdog && q.markers.inspector_pid == Some(pid) {
+                    Some(Via::Watchdog)
+                } else {
+                    None
+                };
+                if let Some(v) = via {
+                    chosen.insert(q.pid, v);
+                    changed = true;
+                }
+            }
+        }
+    }
+}
+
+/// How deep a chosen process sits under other chosen ones (a watchdog counts as its
+/// debuggee's child, so it is signalled before it).
+fn depth(by_pid: &BTreeMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>, pid: u32) -> usize {
+    let mut d = 0;
+    let mut cur = pid;
+    while let Some(p) = by_pid.get(&cur) {
+        let parent = match p.markers.inspector_pid {
+            Some(i) if p.role == Role::Watchdog && chosen.contains_key(&i) => i,
+            _ => p.ppid,
+        };
+        if !chosen.contains_key(&parent) || d > 64 {
+            break;
+        }
+        cur = parent;
+        d += 1;
+    }
+    d
+}
+
+fn target(p: &Proc, via: Via) -> KillTarget {
+    KillTarget {
+        pid: p.pid,
+        start_ticks: p.start_ticks,
+        role: p.role,
+        pgid: p.pgid,
+        sid: p.sid,
+        argv: redact_argv(&p.argv),
+        via,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SelfInfo;
+    use crate::testing::ProcBuilder;
+
+    fn live(procs: Vec<Proc>) -> LiveTable {
+        LiveTable {
+            procs,
+            me: SelfInfo {
+                pid: 50,
+                uid: Some(1000),
+                ancestors: vec![40, 30],
+            },
+        }
+    }
+
+    #[test]
+    fn js_chain_plan_takes_group_session_and_watchdog_leaves_first() {
+        let t = live(vec![
+            ProcBuilder::new(100, Role::Server).ppid(1).build(),
+            ProcBuilder::new(4_000_001, Role::Worker)
+                .ppid(100)
+                .group(100, 100)
+                .build(),
+            ProcBuilder::new(4_000_002, Role::Adapter).ppid(1).build(),
+            ProcBuilder::new(4_000_003, Role::Debuggee)
+                .ppid(4_000_002)
+                .group(4_000_002, 4_000_002)
+                .build(),
+            ProcBuilder::new(4_000_004, Role::Watchdog)
+                .ppid(1)
+                .inspector(4_000_003)
+                .build(),
+        ]);
+        let p = plan(
+            &t,
+            &[4_000_002],
+            PlanOptions {
+                tree: false,
+                ..PlanOptions::default()
+            },
+        );
+        let pids: Vec<u32> = p.targets.iter().map(|t| t.pid).collect();
+        assert_eq!(
+            pids,
+            [4_000_004, 4_000_003, 4_000_002],
+            "watchdog, debuggee, then the adapter; never the server or an unrelated worker"
+        );
+    }
+
+    #[test]
+    fn refuses_init_self_ancestors_strangers_and_other_users() {
+        let t = live(vec![
+            ProcBuilder::new(60, Role::Adapter).uid(1001).build(),
+            ProcBuilder::new(61, Role::Adapter).build(),
+        ]);
+        let p = plan(
+            &t,
+            &[0, 1, 50, 40, 4_000_123, 60, 61, 61],
+            PlanOptions::default(),
+        );
+        let whys: Vec<&str> = p.refused.iter().map(|r| r.why.as_str()).collect();
+        assert!(whys[0].contains("never signalled") && whys[1].contains("never signalled"));
+        assert!(whys[2].contains("debugtop itself"));
+        assert!(whys[3].contains("ancestor"));
+        assert!(whys[4].contains("not part of any debug server"));
+        assert!(whys[5].contains("another user"), "{whys:?}");
+        assert_eq!(
+            p.targets.iter().map(|t| t.pid).collect::<Vec<_>>(),
+            [61],
+            "once"
+        );
+    }
+
+    #[test]
+    fn worker_with_tree_goes_last_and_grace_is_bounded() {
+        let t = live(vec![
+            ProcBuilder::new(4_000_001, Role::Worker)
+                .ppid(100)
+                .group(100, 100)
+                .build(),
+            ProcBuilder::new(4_000_002, Role::Adapter)
+                .ppid(4_000_001)
+                .build(),
+            ProcBuilder::new(4_000_003, Role::Debuggee)
+                .ppid(4_000_002)
+                .group(4_000_002, 4_000_002)
+                .build(),
+        ]);
+        let p = plan(
+            &t,
+            &[4_000_001],
+            PlanOptions {
+                tree: true,
+                grace: Duration::from_secs(3600),
+            },
+        );
+        let pids: Vec<u32> = p.targets.iter().map(|t| t.pid).collect();
+        assert_eq!(pids, [4_000_003, 4_000_002, 4_000_001]);
+        assert_eq!(p.grace_ms, 60_000);
+        assert!(p.describe().iter().any(|l| l.contains("then SIGKILL")));
+    }
+}

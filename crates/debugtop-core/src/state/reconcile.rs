@@ -1,0 +1,733 @@
+//! Reconciliation: one tree per server from the process table, `/health` and what the logs
+//! said — server → HTTP sessions → debug sessions → worker → adapter → launcher / debuggee →
+//! watchdog. Debug sessions hang under their HTTP session only when the link is known (newer
+//! `/health` `details`); otherwise directly under the server. Processes tied (by marker or owner
+//! pid) to a server that is gone stay under a node for that gone server. Pure over the
+//! observation and the knowledge.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::knowledge::{DebugRec, Knowledge, ServerKnowledge};
+use crate::model::{
+    proc_node_id, DebugSession, Fact, FactSource, Health, HealthError, HttpSession, LogsRead,
+    NodeKind, NodeStatus, Observation, Proc, Role, SelfInfo, ServerInfo, ServerObservation,
+    SourceKind, SourceState, SourceStatus, TreeNode, What,
+};
+
+/// How long an ended session with no process left stays listed.
+const ENDED_KEEP: Duration = Duration::seconds(60);
+
+/// Everything the rules and the views need from one step.
+#[derive(Debug, Clone)]
+pub struct World {
+    /// When.
+    pub at: DateTime<Utc>,
+    /// Server-related processes, live and just exited (tombs, state `X`).
+    pub procs: Vec<Proc>,
+    /// Live servers.
+    pub servers: Vec<ServerInfo>,
+    /// One tree per server (live, gone, remote).
+    pub tree: Vec<TreeNode>,
+    /// HTTP sessions known.
+    pub http_sessions: Vec<HttpSession>,
+    /// Debug sessions known.
+    pub debug_sessions: Vec<DebugSession>,
+    /// Health of each source per server.
+    pub sources: Vec<SourceStatus>,
+    /// The latest `/health` outcome per live server pid.
+    pub health: BTreeMap<u32, Result<Health, HealthError>>,
+    /// How reading each live server's logs went.
+    pub logs: BTreeMap<u32, LogsRead>,
+    /// The observing process.
+    pub me: SelfInfo,
+}
+
+impl World {
+    /// The live (or just exited) process with this pid.
+    pub fn proc(&self, pid: u32) -> Option<&Proc> {
+        self.procs
+            .iter()
+            .find(|p| p.pid == pid && p.exited_at.is_none())
+    }
+
+    /// The live server with this pid.
+    pub fn server(&self, pid: u32) -> Option<&ServerInfo> {
+        self.servers.iter().find(|s| s.pid == pid)
+    }
+}
+
+/// Joins everything known into one tree per server.
+pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
+    let mut procs = obs.table.procs.clone();
+    procs.extend(tombs);
+    let (by_server, gone) = group_by_server(&obs.table.servers, &procs);
+    let mut w = World {
+        at: obs.at,
+        servers: obs.table.servers.clone(),
+        tree: Vec::new(),
+        http_sessions: Vec::new(),
+        debug_sessions: Vec::new(),
+        sources: obs.sources.clone(),
+        health: BTreeMap::new(),
+        logs: BTreeMap::new(),
+        me: obs.me.clone(),
+        procs: Vec::new(),
+    };
+    let empty = ServerKnowledge::default();
+    for s in &obs.table.servers {
+        let seen = obs.servers.iter().find(|x| x.pid == s.pid);
+        let mine = by_server.get(&s.pid).cloned().unwrap_or_default();
+        let know = k.server(s.pid).unwrap_or(&empty);
+        live_server(&mut w, s, seen, know, &mine);
+    }
+    for (pid, mine) in gone {
+        gone_server(&mut w, pid, k.server(pid).unwrap_or(&empty), &mine);
+    }
+    for r in &obs.remote {
+        remote_server(&mut w, &r.url, &r.health);
+    }
+    w.procs = procs;
+    w
+}
+
+type ByServer<'a> = BTreeMap<u32, Vec<&'a Proc>>;
+
+/// Processes by the server they belong to; a server is "the same" only if it started no later
+/// than the process that names it. The rest belong to gone servers.
+fn group_by_server<'a>(servers: &[ServerInfo], procs: &'a [Proc]) -> (ByServer<'a>, ByServer<'a>) {
+    let mut by_server: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
+    let mut gone: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
+    for p in procs {
+        let Some(sp) = p.server_pid else { continue };
+        match servers.iter().find(|s| s.pid == sp) {
+            Some(s) if s.start_time <= p.start_time => by_server.entry(sp).or_default().push(p),
+            _ => gone.entry(sp).or_default().push(p),
+        }
+    }
+    (by_server, gone)
+}
+
+fn live_server(
+    w: &mut World,
+    s: &ServerInfo,
+    seen: Option<&ServerObservation>,
+    know: &ServerKnowledge,
+    mine: &[&Proc],
+) {
+    let health = seen.and_then(|x| x.health.as_ref());
+    let ok_health = health.and_then(|h| h.result.as_ref().ok().map(|r| (h.url.as_str(), r)));
+    let mut node = server_node(s, seen, mine);
+    let others: Vec<&Proc> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
+    let (mut sessions, mut debug) = session_nodes(s.pid, know, &others, w.at);
+    let http = http_sessions(s.pid, know, ok_health, w.at);
+    for h in &http {
+        if !h.listed {
+            continue;
+        }
+        let (mine, rest): (Vec<TreeNode>, Vec<TreeNode>) = sessions.into_iter().partition(|d| {
+            d.session_id
+                .as_ref()
+                .is_some_and(|sid| h.session.debug_sessions.contains(sid))
+        });
+        sessions = rest;
+        for d in debug
+            .iter_mut()
+            .filter(|d| h.session.debug_sessions.contains(&d.id))
+        {
+            d.http_session = Some(h.session.id.clone());
+        }
+        let mut n = http_node(&h.session);
+        n.children = mine;
+        node.children.push(n);
+    }
+    node.children.extend(sessions);
+    w.tree.push(node);
+    w.http_sessions.extend(http.into_iter().map(|h| h.session));
+    w.debug_sessions.extend(debug);
+    if let Some(h) = health {
+        w.health.insert(s.pid, h.result.clone());
+    }
+    if let Some(x) = seen {
+        w.logs.insert(s.pid, x.logs.clone());
+    }
+    w.sources.extend(server_sources(s.pid, seen));
+}
+
+fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Proc]) -> TreeNode {
+    let label = seen
+        .and_then(|x| x.health.as_ref().map(|h| h.url.clone()))
+        .or_else(|| seen.and_then(|x| x.endpoints.base_url.clone()))
+        .unwrap_or_else(|| s.mode.to_string());
+    let mut node = TreeNode::new(
+        format!("server:{}", s.pid),
+        NodeKind::Server,
+        format!("mcp-debugger {label}"),
+    );
+    node.pid = Some(s.pid);
+    node.role = Some(Role::Server);
+    node.state = mine.iter().find(|p| p.pid == s.pid).map(|p| p.state);
+    node.facts.push(Fact::new(
+        What::ServerMode {
+            pid: s.pid,
+            mode: s.mode,
+        },
+        FactSource::ProcessTable,
+        Some(s.start_time),
+    ));
+    if let Some(e) = seen.map(|x| &x.endpoints) {
+        node.facts.push(Fact::table(if e.port_confirmed {
+            What::Listening {
+                port: s.port.unwrap_or_default(),
+            }
+        } else if e.listening.is_empty() {
+            What::NotListening
+        } else {
+            What::PortMismatch {
+                argv: s.port,
+                listening: e.listening.clone(),
+            }
+        }));
+    }
+    node
+}
+
+/// An HTTP session as the tree and the list show it.
+struct HttpView {
+    session: HttpSession,
+    /// Shown in the tree (open, per `/health` or the log); ended ones are listed only.
+    listed: bool,
+}
+
+/// HTTP sessions: those `/health` lists, plus (when `/health` could not be asked) those the
+/// log opened and never ended; ended ones stay in the list (not the tree) for a while.
+fn http_sessions(
+    server: u32,
+    know: &ServerKnowledge,
+    health: Option<(&str, &Health)>,
+    now: DateTime<Utc>,
+) -> Vec<HttpView> {
+    let mut ids: BTreeSet<String> = match health {
+        Some((_, h)) => h.sessions.iter().cloned().collect(),
+        None => know
+            .http
+            .iter()
+            .filter(|(_, r)| r.ended.is_none())
+            .map(|(k, _)| k.clone())
+            .collect(),
+    };
+    let listed = ids.clone();
+    ids.extend(
+        know.http
+            .iter()
+            .filter(|(_, r)| r.ended.is_some_and(|(_, at)| now - at < ENDED_KEEP))
+            .map(|(k, _)| k.clone()),
+    );
+    ids.into_iter()
+        .map(|id| {
+            let rec = know.http.get(&id);
+            let in_health = health.is_some_and(|(_, h)| h.sessions.contains(&id));
+            let mut facts = rec.map(|r| r.facts.clone()).unwrap_or_default();
+            if let (true, Some((url, _))) = (in_health, health) {
+                facts.push(Fact::new(
+                    What::ListedByHealth,
+                    FactSource::Health {
+                        url: url.to_owned(),
+                    },
+                    None,
+                ));
+            }
+            let linked = health
+                .and_then(|(_, h)| h.details.as_ref())
+                .and_then(|d| d.iter().find(|d| d.http_session == id))
+                .map(|d| d.debug_sessions.clone())
+                .unwrap_or_default();
+            HttpView {
+                listed: listed.contains(&id),
+                session: HttpSession {
+                    server_pid: Some(server),
+                    in_health,
+                    ended: rec.and_then(|r| r.ended.map(|(how, _)| how)),
+                    debug_sessions: linked,
+                    facts,
+                    id,
+                },
+            }
+        })
+        .collect()
+}
+
+fn http_node(h: &HttpSession) -> TreeNode {
+    let mut n = TreeNode::new(
+        format!("http:{}", h.id),
+        NodeKind::HttpSession,
+        h.id.clone(),
+    );
+    n.status = Some(h.ended.map_or(NodeStatus::Open, NodeStatus::from));
+    n.facts = h.facts.clone();
+    n
+}
+
+/// Debug-session nodes (with their process subtrees) and loose processes of one server.
+fn session_nodes(
+    server_pid: u32,
+    know: &ServerKnowledge,
+    procs: &[&Proc],
+    now: DateTime<Utc>,
+) -> (Vec<TreeNode>, Vec<DebugSession>) {
+    let mut by_session: BTreeMap<String, Vec<&Proc>> = BTreeMap::new();
+    let mut loose: Vec<&Proc> = Vec::new();
+    for p in procs {
+        match &p.session_id {
+            Some(s) => by_session.entry(s.clone()).or_default().push(p),
+            None => loose.push(p),
+        }
+    }
+    let mut ids: BTreeSet<String> = by_session.keys().cloned().collect();
+    ids.extend(
+        know.debug
+            .iter()
+            .filter(|(_, r)| r.ended.is_none_or(|at| now - at < ENDED_KEEP))
+            .map(|(k, _)| k.clone()),
+    );
+    let mut nodes = Vec::new();
+    let mut out = Vec::new();
+    for id in ids {
+        let rec = know.debug.get(&id);
+        let ps = by_session.remove(&id).unwrap_or_default();
+        let session = debug_session(server_pid, &id, rec, &ps);
+        // An ended session with nothing left running is history, not part of the tree.
+        if !(session.ended && ps.is_empty()) {
+            nodes.push(session_node(&session, &ps));
+        }
+        out.push(session);
+    }
+    nodes.extend(process_forest(&loose));
+    (nodes, out)
+}
+
+fn debug_session(server: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Proc]) -> DebugSession {
+    let worker = ps
+        .iter()
+        .find(|p| p.role == Role::Worker && p.state.is_alive())
+        .map(|p| p.pid);
+    let adapter = ps
+        .iter()
+        .find(|p| p.role == Role::Adapter && p.state.is_alive())
+        .map(|p| p.pid)
+        .or(rec.and_then(|r| r.adapter_pid));
+    DebugSession {
+        id: id.to_owned(),
+        server_pid: Some(server),
+        name: rec.and_then(|r| r.name.clone()),
+        language: rec
+            .and_then(|r| r.language)
+            .or_else(|| ps.iter().find_map(|p| p.language)),
+        state: rec.and_then(|r| r.state),
+        in_log: rec.is_some_and(|r| r.created),
+        ended: rec.is_some_and(|r| r.ended.is_some()),
+        ended_at: rec.and_then(|r| r.ended),
+        ended_by: rec.and_then(|r| r.ended_by.clone()),
+        worker_pid: worker,
+        adapter_pid: adapter,
+        http_session: None,
+        facts: rec.map(|r| r.facts.clone()).unwrap_or_default(),
+    }
+}
+
+fn session_node(d: &DebugSession, ps: &[&Proc]) -> TreeNode {
+    let name = d
+        .name
+        .as_deref()
+        .map(|n| format!("{n} "))
+        .unwrap_or_default();
+    let mut n = TreeNode::new(
+        format!("debug:{}", d.id),
+        NodeKind::DebugSession,
+        format!("{name}{}", d.id),
+    );
+    n.session_id = Some(d.id.clone());
+    n.status = Some(match (d.ended, d.state) {
+        (true, _) => NodeStatus::Closed,
+        (false, Some(s)) => s.into(),
+        (false, None) => NodeStatus::Unknown,
+    });
+    n.facts = d.facts.clone();
+    n.children = process_forest(ps);
+    n
+}
+
+fn gone_server(w: &mut World, pid: u32, know: &ServerKnowledge, mine: &[&Proc]) {
+    let mut node = TreeNode::new(
+        format!("gone:{pid}"),
+        NodeKind::GoneServer,
+        format!("server {pid} (gone)"),
+    );
+    node.pid = Some(pid);
+    node.facts.push(Fact::table(What::ServerGone { pid }));
+    let (sessions, debug) = session_nodes(pid, know, mine, w.at);
+    node.children = sessions;
+    w.debug_sessions.extend(debug);
+    w.tree.push(node);
+}
+
+fn remote_server(w: &mut World, url: &str, h: &Result<Health, HealthError>) {
+    let mut node = TreeNode::new(
+        format!("remote:{url}"),
+        NodeKind::RemoteServer,
+        url.to_owned(),
+    );
+    match h {
+        Ok(h) => {
+            for id in &h.sessions {
+                let mut n = TreeNode::new(format!("http:{id}"), NodeKind::HttpSession, id.clone());
+                n.status = Some(NodeStatus::Open);
+                n.facts.push(Fact::new(
+                    What::ListedByHealth,
+                    FactSource::Health {
+                        url: url.to_owned(),
+                    },
+                    None,
+                ));
+                node.children.push(n);
+            }
+            w.sources.push(SourceStatus::new(
+                SourceKind::Health,
+                None,
+                SourceState::Ok,
+                format!("{url}: {} HTTP sessions", h.sessions.len()),
+            ));
+        }
+        Err(e) => w.sources.push(SourceStatus::new(
+            SourceKind::Health,
+            None,
+            SourceState::Failed,
+            e.to_string(),
+        )),
+    }
+    w.tree.push(node);
+}
+
+/// Processes as a forest by parent links within the set; a watchdog hangs under the debuggee it
+/// names. Children ordered by pid; workers first among roots.
+pub fn process_forest(ps: &[&Proc]) -> Vec<TreeNode> {
+    let pids: BTreeSet<u32> = ps.iter().map(|p| p.pid).collect();
+    let parent_of = |p: &Proc| -> Option<u32> {
+        if p.role == Role::Watchdog {
+            if let Some(d) = p.markers.inspector_pid.filter(|d| pids.contains(d)) {
+                return Some(d);
+            }
+        }
+        Some(p.ppid).filter(|pp| pids.contains(pp) && *pp != p.pid)
+    };
+    let mut children: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for p in ps {
+        match parent_of(p) {
+            Some(pp) => children.entry(pp).or_default().push(p),
+            None => roots.push(*p),
+        }
+    }
+    roots.sort_by_key(|p| (p.role != Role::Worker, p.pid));
+    roots
+        .into_iter()
+        .map(|p| proc_node(p, &children, 0))
+        .collect()
+}
+
+fn proc_node(p: &Proc, children: &BTreeMap<u32, Vec<&Proc>>, depth: usize) -> TreeNode {
+    let mut n = TreeNode::new(proc_node_id(p.id()), NodeKind::Process, p.argv.join(" "));
+    n.pid = Some(p.pid);
+    n.role = Some(p.role);
+    n.state = Some(p.state);
+    n.session_id = p.session_id.clone();
+    if let Some(old) = p.remembered_ppid {
+        n.facts.push(Fact::table(What::Reparented {
+            from: old,
+            to: p.ppid,
+        }));
+    }
+    if depth < 64 {
+        let mut kids = children.get(&p.pid).cloned().unwrap_or_default();
+        kids.sort_by_key(|k| k.pid);
+        n.children = kids
+            .into_iter()
+            .map(|k| proc_node(k, children, depth + 1))
+            .collect();
+    }
+    n
+}
+
+fn server_sources(pid: u32, seen: Option<&ServerObservation>) -> Vec<SourceStatus> {
+    let mut out = Vec::new();
+    let health = seen.and_then(|x| x.health.as_ref());
+    out.push(match health.map(|h| (&h.url, &h.result)) {
+        Some((url, Ok(h))) => SourceStatus::new(
+            SourceKind::Health,
+            Some(pid),
+            SourceState::Ok,
+            format!(
+                "{url}/health: {}, {} HTTP sessions",
+                h.status,
+                h.sessions.len()
+            ),
+        ),
+        Some((_, Err(e))) => SourceStatus::new(
+            SourceKind::Health,
+            Some(pid),
+            SourceState::Failed,
+            e.to_string(),
+        ),
+        None => SourceStatus::new(
+            SourceKind::Health,
+            Some(pid),
+            SourceState::Ok,
+            "not an HTTP server (or its port is unknown): no /health to ask".into(),
+        ),
+    });
+    if let Some(l) = seen.map(|x| &x.logs) {
+        out.push(if l.errors.is_empty() {
+            SourceStatus::new(
+                SourceKind::Logs,
+                Some(pid),
+                SourceState::Ok,
+                format!(
+                    "{} files tailed, {} events, {} lines skipped, {} restarts (a file truncated or replaced)",
+                    l.files,
+                    l.stats.events,
+                    l.stats.skipped + l.stats.oversized,
+                    l.stats.restarts
+                ),
+            )
+        } else {
+            SourceStatus::new(SourceKind::Logs, Some(pid), SourceState::Degraded, l.errors.join("; "))
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{HttpSessionDetail, LogEventKind as K, LogOrigin, RemoteObservation};
+    use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};
+
+    fn world(obs: &Observation) -> World {
+        let mut k = Knowledge::default();
+        k.apply(obs);
+        build(obs, Vec::new(), &k)
+    }
+
+    fn shape(n: &TreeNode, depth: usize, out: &mut Vec<String>) {
+        let what = match (n.kind, n.role) {
+            (NodeKind::Process, Some(r)) => format!("{r} {}", n.pid.unwrap_or(0)),
+            (k, _) => format!("{k:?}"),
+        };
+        let status = n.status.map(|s| format!(" ({s})")).unwrap_or_default();
+        out.push(format!("{}{what}{status}", "  ".repeat(depth)));
+        for c in &n.children {
+            shape(c, depth + 1, out);
+        }
+    }
+
+    fn tree(w: &World) -> Vec<String> {
+        let mut out = Vec::new();
+        for n in &w.tree {
+            shape(n, 0, &mut out);
+        }
+        out
+    }
+
+    fn js_chain(o: Obs) -> Obs {
+        o.log(
+            1,
+            -30,
+            LogOrigin::Server,
+            K::DebugSessionCreated {
+                session_id: "s-1".into(),
+                name: Some("js".into()),
+                language: Some("javascript".into()),
+            },
+        )
+        .log(
+            2,
+            -29,
+            LogOrigin::Server,
+            K::StateChanged {
+                session_id: "s-1".into(),
+                from: "initializing".into(),
+                to: "paused".into(),
+            },
+        )
+        .proc(
+            P::new(200, Role::Worker)
+                .ppid(100)
+                .owner(100)
+                .session("s-1")
+                .build(),
+        )
+        .proc(P::new(300, Role::Adapter).ppid(200).session("s-1").build())
+        .proc(
+            P::new(301, Role::Debuggee)
+                .ppid(300)
+                .group(300, 300)
+                .session("s-1")
+                .build(),
+        )
+        .proc(
+            P::new(302, Role::Watchdog)
+                .ppid(1)
+                .inspector(301)
+                .session("s-1")
+                .build(),
+        )
+    }
+
+    #[test]
+    fn server_http_session_debug_session_and_the_whole_chain() {
+        let w = world(&js_chain(Obs::at(0)).build());
+        assert_eq!(
+            tree(&w),
+            [
+                "Server",
+                "  HttpSession (open)",
+                "  DebugSession (paused)",
+                "    worker 200",
+                "      adapter 300",
+                "        debuggee 301",
+                "          watchdog 302",
+            ],
+            "the watchdog hangs under the debuggee it names"
+        );
+        let d = &w.debug_sessions[0];
+        assert_eq!(
+            (d.worker_pid, d.adapter_pid, d.in_log),
+            (Some(200), Some(300), true)
+        );
+        assert!(w.tree[0]
+            .facts
+            .iter()
+            .any(|f| f.what == What::Listening { port: 3001 }));
+        let http = &w.http_sessions[0];
+        assert!(http.in_health && http.facts.iter().any(|f| f.what == What::ListedByHealth));
+    }
+
+    #[test]
+    fn debug_sessions_hang_under_the_http_session_details_name() {
+        let mut o = js_chain(Obs::at(0)).build();
+        if let Some(Ok(h)) = o.servers[0].health.as_mut().map(|h| h.result.as_mut()) {
+            h.details = Some(vec![HttpSessionDetail {
+                http_session: "h-1".into(),
+                open_streams: Some(1),
+                idle_ms: Some(10),
+                debug_sessions: vec!["s-1".into()],
+            }]);
+        }
+        let w = world(&o);
+        assert_eq!(
+            tree(&w)[..3],
+            [
+                "Server",
+                "  HttpSession (open)",
+                "    DebugSession (paused)"
+            ]
+        );
+        assert_eq!(w.debug_sessions[0].http_session.as_deref(), Some("h-1"));
+    }
+
+    #[test]
+    fn processes_of_a_gone_server_stay_under_a_node_for_it() {
+        let o = Obs::at(0)
+            .proc(
+                P::new(200, Role::Worker)
+                    .ppid(1)
+                    .owner(999)
+                    .session("s-1")
+                    .build(),
+            )
+            .proc(
+                P::new(300, Role::Adapter)
+                    .ppid(200)
+                    .server(Some(999))
+                    .session("s-1")
+                    .build(),
+            )
+            .build();
+        let w = world(&o);
+        let t = tree(&w);
+        assert!(t.contains(&"GoneServer".to_owned()), "{t:?}");
+        let gone = w
+            .tree
+            .iter()
+            .find(|n| n.kind == NodeKind::GoneServer)
+            .expect("gone node");
+        assert_eq!(gone.pid, Some(999));
+        assert!(gone
+            .facts
+            .iter()
+            .any(|f| f.what == What::ServerGone { pid: 999 }));
+        assert_eq!(gone.walk().iter().filter(|n| n.role.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn an_ended_session_with_nothing_left_leaves_the_tree_but_stays_listed() {
+        let o = Obs::at(0)
+            .log(
+                1,
+                -30,
+                LogOrigin::Server,
+                K::DebugSessionCreated {
+                    session_id: "s-1".into(),
+                    name: None,
+                    language: None,
+                },
+            )
+            .log(
+                2,
+                -10,
+                LogOrigin::Server,
+                K::DebugSessionClosed {
+                    session_id: "s-1".into(),
+                },
+            )
+            .build();
+        let w = world(&o);
+        assert!(
+            !tree(&w).iter().any(|l| l.contains("DebugSession")),
+            "{:?}",
+            tree(&w)
+        );
+        assert!(w.debug_sessions.iter().any(|d| d.id == "s-1" && d.ended));
+    }
+
+    #[test]
+    fn a_remote_server_shows_what_its_health_lists_and_a_failure_in_words() {
+        let mut o = Obs::at(0).without_server().build();
+        o.remote.push(RemoteObservation {
+            url: "http://10.0.0.5:3001".into(),
+            health: Ok(Health {
+                status: "ok".into(),
+                mode: None,
+                connections: None,
+                sessions: vec!["h-9".into()],
+                details: None,
+            }),
+        });
+        o.remote.push(RemoteObservation {
+            url: "http://10.0.0.6:3001".into(),
+            health: Err(HealthError::Refused {
+                url: "http://10.0.0.6:3001/health".into(),
+            }),
+        });
+        let w = world(&o);
+        assert_eq!(
+            tree(&w),
+            ["RemoteServer", "  HttpSession (open)", "RemoteServer"]
+        );
+        assert!(w
+            .sources
+            .iter()
+            .any(|s| s.state == SourceState::Failed && s.detail.starts_with("connection refused")));
+    }
+}

@@ -1,0 +1,247 @@
+//! Verdicts: the rules that tell a leaked or orphaned process from a healthy one, each finding
+//! with the evidence that supports it. One function per finding kind (this module's children);
+//! the [`Evaluator`] confirms what they propose over time.
+//!
+//! Liveness is zombie-aware everywhere (a Z process is not alive; `kill(pid, 0)` is never the
+//! test), and an owner is "the same process" only if it is an mcp-debugger server that started
+//! no later than the worker. Grace periods keep a normal teardown (a worker exits ≈ 0.9 s after
+//! its session closes; the server force-kills at 5 s) from ever raising a finding.
+//!
+//! To add a rule: a function `fn rule(ctx: &Ctx) -> Vec<Candidate>` in a child module, listed
+//! in [`RULES`], with a positive and a near-miss negative unit test.
+
+mod adapters;
+mod processes;
+mod servers;
+mod sessions;
+mod workers;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::plan::{self, PlanOptions, SHORT_GRACE};
+use super::reconcile::World;
+use crate::model::{
+    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, Severity,
+    DEFAULT_GRACE,
+};
+
+/// How findings are confirmed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A live monitor: a condition must hold for the grace before it is raised.
+    Live,
+    /// An audit: a condition must hold in two consecutive samples (and, where a log gives
+    /// its time, the grace must have passed since).
+    Audit,
+}
+
+/// Verdict settings.
+#[derive(Debug, Clone, Copy)]
+pub struct VerdictConfig {
+    /// Minimum time a condition holds before it is a finding.
+    pub grace: Duration,
+    /// CPU percent (of one core) that counts as spinning, in two consecutive samples.
+    pub spin_cpu: f32,
+    /// Confirmation mode.
+    pub mode: Mode,
+}
+
+impl Default for VerdictConfig {
+    fn default() -> Self {
+        Self {
+            grace: DEFAULT_GRACE,
+            spin_cpu: 25.0,
+            mode: Mode::Live,
+        }
+    }
+}
+
+/// A condition that holds now, not yet confirmed.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The finding it would be.
+    pub finding: Finding,
+    /// Time the evidence itself gives (a log line), if any.
+    pub evidence_at: Option<DateTime<Utc>>,
+    /// Needs two consecutive samples whatever the mode (spinning).
+    pub two_samples: bool,
+}
+
+impl Candidate {
+    /// A condition dated by when it was first seen.
+    pub fn new(finding: Finding) -> Self {
+        Self {
+            finding,
+            evidence_at: None,
+            two_samples: false,
+        }
+    }
+
+    /// A condition the evidence dates (a log line's time).
+    pub fn dated(finding: Finding, at: DateTime<Utc>) -> Self {
+        Self {
+            evidence_at: Some(at),
+            ..Self::new(finding)
+        }
+    }
+}
+
+/// What every rule reads.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// The step's world.
+    pub world: &'a World,
+    /// The processes plans are made against.
+    pub live: &'a LiveTable,
+    /// The settings.
+    pub config: &'a VerdictConfig,
+}
+
+impl Ctx<'_> {
+    /// When.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.world.at
+    }
+
+    /// Live processes (not tombs).
+    pub fn procs(&self) -> impl Iterator<Item = &Proc> {
+        self.world.procs.iter().filter(|p| p.exited_at.is_none())
+    }
+
+    /// The debug session with this id held by this server.
+    pub fn session(&self, id: &str, server: u32) -> Option<&DebugSession> {
+        self.world
+            .debug_sessions
+            .iter()
+            .find(|d| d.id == id && d.server_pid == Some(server))
+    }
+
+    /// A kill plan for these processes and everything they started; `short` for processes
+    /// that ignore SIGTERM in practice.
+    pub fn plan(&self, pids: &[u32], short: bool) -> KillPlan {
+        let mut opts = PlanOptions::default();
+        if short {
+            opts.grace = SHORT_GRACE;
+        }
+        plan::plan(self.live, pids, opts)
+    }
+}
+
+/// A finding about one process, with what every such finding has in common filled in.
+pub fn about(kind: FindingKind, severity: Severity, p: &Proc, now: DateTime<Utc>) -> Finding {
+    Finding {
+        id: FindingId::of_proc(kind, p.id()),
+        kind,
+        severity,
+        pids: vec![p.pid],
+        session_id: p.session_id.clone(),
+        server_pid: p.server_pid,
+        evidence: Vec::new(),
+        since: now,
+        suggested_action: String::new(),
+        plan: None,
+    }
+}
+
+/// ` of session abcd1234`, or nothing.
+pub fn of_session(p: &Proc) -> String {
+    p.session_id
+        .as_deref()
+        .map(|s| format!(" of session {}", short(s)))
+        .unwrap_or_default()
+}
+
+/// A duration in whole seconds, for evidence.
+pub fn secs(d: chrono::Duration) -> String {
+    format!("{:.0} s", d.num_milliseconds() as f64 / 1000.0)
+}
+
+type Rule = fn(&Ctx<'_>) -> Vec<Candidate>;
+
+/// Every rule, one per finding kind.
+pub const RULES: &[(FindingKind, Rule)] = &[
+    (FindingKind::OrphanedWorker, workers::orphaned_worker),
+    (FindingKind::LeakedWorker, workers::leaked_worker),
+    (FindingKind::LeakedAdapter, adapters::leaked_adapter),
+    (FindingKind::Spinning, processes::spinning),
+    (FindingKind::Zombie, processes::zombie),
+    (FindingKind::Stopped, processes::stopped),
+    (
+        FindingKind::SessionWithoutWorker,
+        sessions::session_without_worker,
+    ),
+    (
+        FindingKind::ServerUnresponsive,
+        servers::server_unresponsive,
+    ),
+];
+
+/// Runs the rules step after step, remembering since when each condition holds.
+#[derive(Debug, Default)]
+pub struct Evaluator {
+    config: VerdictConfig,
+    first_seen: BTreeMap<FindingId, DateTime<Utc>>,
+}
+
+impl Evaluator {
+    /// A new evaluator.
+    pub fn new(config: VerdictConfig) -> Self {
+        Self {
+            config,
+            first_seen: BTreeMap::new(),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &VerdictConfig {
+        &self.config
+    }
+
+    /// Every rule against a world; the confirmed findings, worst first, then by id.
+    pub fn evaluate(&mut self, world: &World, live: &LiveTable) -> Vec<Finding> {
+        let ctx = Ctx {
+            world,
+            live,
+            config: &self.config,
+        };
+        let candidates: Vec<Candidate> = RULES.iter().flat_map(|(_, rule)| rule(&ctx)).collect();
+        let now = world.at;
+        let mut seen = BTreeMap::new();
+        let mut out = Vec::new();
+        for c in candidates {
+            let first = self.first_seen.get(&c.finding.id).copied();
+            seen.insert(c.finding.id.clone(), first.unwrap_or(now));
+            if self.ripe(&c, first, now) {
+                let mut f = c.finding;
+                f.since = c.evidence_at.unwrap_or(first.unwrap_or(now)).min(f.since);
+                out.push(f);
+            }
+        }
+        self.first_seen = seen;
+        out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+        out
+    }
+
+    /// Whether a condition has held long enough to be raised.
+    fn ripe(&self, c: &Candidate, first: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+        let grace = chrono::Duration::from_std(self.config.grace)
+            .unwrap_or_else(|_| chrono::Duration::seconds(6));
+        let seen_before = first.is_some();
+        if c.two_samples {
+            return seen_before;
+        }
+        if let Some(at) = c.evidence_at {
+            return now - at >= grace && (self.config.mode == Mode::Live || seen_before);
+        }
+        match self.config.mode {
+            Mode::Live => first.is_some_and(|f| now - f >= grace),
+            Mode::Audit => seen_before,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,382 @@
+//! The timeline: what changed, and when. Events come from consecutive steps (processes
+//! appearing and exiting — exits timed by the pidfd watcher, not by the tick — state changes,
+//! sessions appearing and ending, findings raised and cleared) merged in time order with the log
+//! events. Memory is bounded: a ring of at most `capacity` events (default 10,000). Processes
+//! that just exited are kept as tombs for a while (default 10 s) so a view can show them
+//! leaving. Pure: times come from the observation.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::reconcile::World;
+use crate::model::{
+    from_log, short, DebugSession, Exit, FactSource, Finding, FindingId, LogEvent, Proc, ProcId,
+    ProcState, TimelineEvent, TimelineKind,
+};
+use crate::redact::redact_argv;
+
+/// Default ring size.
+pub const DEFAULT_CAPACITY: usize = 10_000;
+/// Default time a tomb stays.
+pub const DEFAULT_TOMB_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+/// The most tombs kept at once (a mass exit of thousands is shown as its newest tombs).
+pub const MAX_TOMBS: usize = 2048;
+/// The most ended sessions remembered (so an end is reported once).
+const MAX_ENDED: usize = 4096;
+
+type SessionKey = (Option<u32>, String);
+
+/// The timeline state.
+#[derive(Debug)]
+pub struct Timeline {
+    events: VecDeque<TimelineEvent>,
+    capacity: usize,
+    tomb_ttl: Duration,
+    procs: HashMap<ProcId, Proc>,
+    sessions: BTreeSet<SessionKey>,
+    ended: BTreeSet<SessionKey>,
+    findings: BTreeMap<FindingId, Finding>,
+    tombs: VecDeque<(Proc, DateTime<Utc>)>,
+    primed: bool,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Self::new(DEFAULT_CAPACITY, DEFAULT_TOMB_TTL)
+    }
+}
+
+impl Timeline {
+    /// A timeline keeping at most `capacity` events and tombs for `tomb_ttl`.
+    pub fn new(capacity: usize, tomb_ttl: std::time::Duration) -> Self {
+        Self {
+            events: VecDeque::new(),
+            capacity: capacity.max(1),
+            tomb_ttl: Duration::from_std(tomb_ttl).unwrap_or_else(|_| Duration::seconds(10)),
+            procs: HashMap::new(),
+            sessions: BTreeSet::new(),
+            ended: BTreeSet::new(),
+            findings: BTreeMap::new(),
+            tombs: VecDeque::new(),
+            primed: false,
+        }
+    }
+
+    /// Number of events held.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Events at or after `since`, oldest first.
+    pub fn since(&self, since: DateTime<Utc>) -> Vec<TimelineEvent> {
+        let start = self.events.partition_point(|e| e.at < since);
+        self.events.iter().skip(start).cloned().collect()
+    }
+
+    /// Processes that exited less than the tomb time ago, as they were last seen, with state
+    /// `X` and their exit time.
+    pub fn tombs(&self) -> Vec<Proc> {
+        self.tombs
+            .iter()
+            .map(|(p, at)| {
+                let mut p = p.clone();
+                p.state = ProcState::Dead;
+                p.exited_at = Some(*at);
+                p.cpu_percent = None;
+                p
+            })
+            .collect()
+    }
+
+    /// Adds events, keeping time order and the capacity bound.
+    pub fn push_all(&mut self, mut batch: Vec<TimelineEvent>) {
+        batch.sort_by_key(|e| e.at);
+        for e in batch {
+            // Most events are newest; log lines may be a little older than the last sample.
+            let at = self.events.partition_point(|x| x.at <= e.at);
+            if at == self.events.len() {
+                self.events.push_back(e);
+            } else {
+                self.events.insert(at, e);
+            }
+            while self.events.len() > self.capacity {
+                self.events.pop_front();
+            }
+        }
+    }
+
+    /// Compares the processes of a new observation with the previous one. `exits` are the
+    /// pidfd-timed exits seen since. Returns the new events (also kept).
+    pub fn observe_procs(
+        &mut self,
+        now: DateTime<Utc>,
+        procs: &[Proc],
+        exits: &[Exit],
+    ) -> Vec<TimelineEvent> {
+        let exit_at: HashMap<ProcId, DateTime<Utc>> = exits.iter().map(|e| (e.id, e.at)).collect();
+        let mut out = Vec::new();
+        let mut current = HashMap::new();
+        for p in procs {
+            if let Some(e) = self.proc_change(p, now, &exit_at) {
+                out.push(e);
+            }
+            current.insert(p.id(), p.clone());
+        }
+        for (id, p) in std::mem::take(&mut self.procs) {
+            if current.contains_key(&id) {
+                continue;
+            }
+            let at = exit_at.get(&id).copied().unwrap_or(now);
+            if p.state != ProcState::Zombie {
+                let text = format!("{} {} exited", p.role, p.pid);
+                out.push(about(
+                    &p,
+                    TimelineEvent::new(at, TimelineKind::ProcessExited, text),
+                ));
+            }
+            self.tombs.push_back((p, at));
+        }
+        self.tombs.retain(|(_, at)| now - *at < self.tomb_ttl);
+        while self.tombs.len() > MAX_TOMBS {
+            self.tombs.pop_front();
+        }
+        self.procs = current;
+        self.primed = true;
+        self.push_all(out.clone());
+        out
+    }
+
+    /// The event a process's new sample is, if any: it appeared, or its state changed.
+    fn proc_change(
+        &self,
+        p: &Proc,
+        now: DateTime<Utc>,
+        exit_at: &HashMap<ProcId, DateTime<Utc>>,
+    ) -> Option<TimelineEvent> {
+        match self.procs.get(&p.id()) {
+            None if self.primed => {
+                let at = p.start_time.max(now - Duration::seconds(5)).min(now);
+                let text = format!("{} {} appeared: {}", p.role, p.pid, short_argv(p));
+                Some(about(
+                    p,
+                    TimelineEvent::new(at, TimelineKind::ProcessAppeared, text),
+                ))
+            }
+            Some(prev) if prev.state != p.state => {
+                let zombie = p.state == ProcState::Zombie;
+                let at = if zombie {
+                    exit_at.get(&p.id()).copied().unwrap_or(now)
+                } else {
+                    now
+                };
+                let kind = if zombie {
+                    TimelineKind::ProcessExited
+                } else {
+                    TimelineKind::StateChanged
+                };
+                let text = format!(
+                    "{} {}: {} → {}",
+                    p.role,
+                    p.pid,
+                    prev.state.letter(),
+                    p.state.letter()
+                );
+                Some(about(p, TimelineEvent::new(at, kind, text)))
+            }
+            _ => None,
+        }
+    }
+
+    /// Sessions, findings and log lines of a new step. Returns the new events (also kept).
+    pub fn observe_world(
+        &mut self,
+        world: &World,
+        findings: &[Finding],
+        logs: &[LogEvent],
+    ) -> Vec<TimelineEvent> {
+        let live: BTreeSet<SessionKey> = world
+            .procs
+            .iter()
+            .filter(|p| p.state.is_alive() && p.exited_at.is_none())
+            .filter_map(|p| Some((p.server_pid, p.session_id.clone()?)))
+            .collect();
+        let mut out = self.observe_sessions(world.at, &world.debug_sessions, &live);
+        out.extend(self.observe_findings(world.at, findings));
+        out.extend(logs.iter().filter_map(|l| log_event(l, world.at)));
+        self.push_all(out.clone());
+        out
+    }
+
+    fn observe_sessions(
+        &mut self,
+        now: DateTime<Utc>,
+        sessions: &[DebugSession],
+        live: &BTreeSet<SessionKey>,
+    ) -> Vec<TimelineEvent> {
+        let mut out = Vec::new();
+        let mut current = BTreeSet::new();
+        for d in sessions {
+            let key = (d.server_pid, d.id.clone());
+            if d.ended {
+                if !self.ended.contains(&key) && self.sessions.contains(&key) {
+                    let at = d.ended_at.unwrap_or(now);
+                    let text = format!("session {} ended", short(&d.id));
+                    let mut e =
+                        session_event(d, TimelineEvent::new(at, TimelineKind::SessionEnded, text));
+                    e.source = d.ended_by.as_ref().map(|f| f.source.clone());
+                    out.push(e);
+                }
+                self.ended.insert(key.clone());
+                if !live.contains(&key) {
+                    continue;
+                }
+            }
+            if !self.sessions.contains(&key) && !self.ended.contains(&key) {
+                let name = d
+                    .name
+                    .as_deref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                let text = format!("session {}{name} appeared", short(&d.id));
+                out.push(session_event(
+                    d,
+                    TimelineEvent::new(now, TimelineKind::SessionAppeared, text),
+                ));
+            }
+            current.insert(key);
+        }
+        for key in self.sessions.difference(&current) {
+            if !self.ended.contains(key) {
+                let text = format!("session {} is gone", short(&key.1));
+                let mut e = TimelineEvent::new(now, TimelineKind::SessionEnded, text);
+                e.session_id = Some(key.1.clone());
+                e.server_pid = key.0;
+                out.push(e);
+            }
+        }
+        self.sessions = current;
+        while self.ended.len() > MAX_ENDED {
+            self.ended.pop_first();
+        }
+        out
+    }
+
+    fn observe_findings(&mut self, now: DateTime<Utc>, findings: &[Finding]) -> Vec<TimelineEvent> {
+        let mut out = Vec::new();
+        let current: BTreeMap<FindingId, &Finding> =
+            findings.iter().map(|f| (f.id.clone(), f)).collect();
+        for (id, f) in &current {
+            if !self.findings.contains_key(id) {
+                let first = f.evidence.first().cloned().unwrap_or_default();
+                let text = format!("{} raised: {first}", f.kind);
+                out.push(finding_event(
+                    f,
+                    TimelineEvent::new(now, TimelineKind::FindingRaised, text),
+                ));
+            }
+        }
+        for (id, f) in &self.findings {
+            if !current.contains_key(id) {
+                let text = format!("{} cleared", f.kind);
+                out.push(finding_event(
+                    f,
+                    TimelineEvent::new(now, TimelineKind::FindingCleared, text),
+                ));
+            }
+        }
+        self.findings = current.into_iter().map(|(k, f)| (k, f.clone())).collect();
+        out
+    }
+}
+
+fn about(p: &Proc, mut e: TimelineEvent) -> TimelineEvent {
+    e.pid = Some(p.pid);
+    e.session_id = p.session_id.clone();
+    e.server_pid = p.server_pid;
+    e
+}
+
+fn session_event(d: &DebugSession, mut e: TimelineEvent) -> TimelineEvent {
+    e.session_id = Some(d.id.clone());
+    e.server_pid = d.server_pid;
+    e
+}
+
+fn finding_event(f: &Finding, mut e: TimelineEvent) -> TimelineEvent {
+    e.finding_id = Some(f.id.clone());
+    e.pid = f.pids.first().copied();
+    e.session_id = f.session_id.clone();
+    e.server_pid = f.server_pid;
+    e
+}
+
+/// A log event on the timeline: its subject and its one wording (the same as the tree's fact).
+fn log_event(l: &LogEvent, now: DateTime<Utc>) -> Option<TimelineEvent> {
+    let (subject, fact) = from_log(l)?;
+    let session = match &subject {
+        crate::model::Subject::Debug(id) => Some(id.clone()),
+        _ => None,
+    };
+    let text = format!("{subject}: {}", fact.text);
+    let mut e = TimelineEvent::new(l.at.unwrap_or(now), TimelineKind::Log, text);
+    e.session_id = session;
+    e.source = Some(FactSource::Log {
+        file: l.file.clone(),
+        line: l.line,
+    });
+    Some(e)
+}
+
+fn short_argv(p: &Proc) -> String {
+    let s = redact_argv(&p.argv).join(" ");
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(secs: i64) -> TimelineEvent {
+        TimelineEvent::new(
+            DateTime::from_timestamp(secs, 0).unwrap_or_default(),
+            TimelineKind::Log,
+            format!("e{secs}"),
+        )
+    }
+
+    #[test]
+    fn ring_is_bounded_under_100k_events_and_keeps_the_newest() {
+        let mut t = Timeline::new(DEFAULT_CAPACITY, DEFAULT_TOMB_TTL);
+        for chunk in 0..100 {
+            t.push_all((0..1000).map(|i| ev(chunk * 1000 + i)).collect());
+            assert!(t.len() <= DEFAULT_CAPACITY);
+        }
+        assert_eq!(t.len(), DEFAULT_CAPACITY);
+        let all = t.since(DateTime::from_timestamp(0, 0).unwrap_or_default());
+        assert_eq!(all.first().map(|e| e.text.as_str()), Some("e90000"));
+        assert_eq!(all.last().map(|e| e.text.as_str()), Some("e99999"));
+    }
+
+    #[test]
+    fn late_log_lines_are_merged_in_time_order() {
+        let mut t = Timeline::default();
+        t.push_all(vec![ev(10), ev(30)]);
+        t.push_all(vec![ev(20), ev(5)]);
+        let texts: Vec<String> = t
+            .since(DateTime::from_timestamp(0, 0).unwrap_or_default())
+            .into_iter()
+            .map(|e| e.text)
+            .collect();
+        assert_eq!(texts, ["e5", "e10", "e20", "e30"]);
+    }
+}

