@@ -301,3 +301,42 @@ fn incremental_scans_skip_old_unrelated_processes_but_a_late_exec_is_still_caugh
     let p = c.scan().unwrap().get(sh.pid).cloned().unwrap();
     assert_eq!(p.session_id.as_deref(), Some(session.as_str()));
 }
+
+/// A debuggee under a debugger's ptrace (here `strace`, which traces from the exec on, as
+/// lldb-server does for what it launches): its tracer is in the table, as `TracerPid` says.
+#[test]
+fn a_traced_process_names_its_tracer() {
+    let strace = Spawned::spawn(
+        Command::new("strace")
+            .args([
+                "-f",
+                "-o",
+                "/dev/null",
+                "--",
+                "node",
+                "-e",
+                "setInterval(() => {}, 1 << 30)",
+            ])
+            .env("MCP_DEBUGGER_MAIN_PID", my_pid().to_string()),
+    );
+    let _guard = debugtop_e2e::TreeGuard::new(strace.pid);
+    let mut c = collector();
+    let traced = wait_for(T, || {
+        let t = c.scan().ok()?;
+        t.procs
+            .iter()
+            .find(|p| p.ppid == strace.pid && p.argv.first().is_some_and(|a| a == "node"))
+            .cloned()
+    })
+    .expect("strace's child in the table (it carries the marker)");
+    assert_eq!(traced.tracer_pid, Some(strace.pid), "{traced:?}");
+    // An untraced process of the same shape says nothing.
+    let plain = Spawned::spawn(
+        Command::new("node")
+            .args(["-e", "setInterval(() => {}, 1 << 30)"])
+            .env("MCP_DEBUGGER_MAIN_PID", my_pid().to_string()),
+    );
+    let t = wait_for(T, || c.scan().ok().filter(|t| t.get(plain.pid).is_some())).unwrap();
+    assert_eq!(t.get(plain.pid).unwrap().tracer_pid, None);
+    // The guard (dropped first) kills the traced child while strace still is its parent.
+}

@@ -157,7 +157,7 @@ fn adapters_of_the_other_languages_by_signature() {
         ("codelldb", "--port 0", Language::Lldb),
         (
             "java",
-            "-cp x.jar dev.mcp.JdiDapServer --port 0 --owner-pid 1",
+            "-cp x.jar dev.mcp.JdiDapServer --port 0 --owner-pid OWNER",
             Language::Java,
         ),
         ("rdbg", "--open --port 0 -- app.rb", Language::Ruby),
@@ -170,6 +170,8 @@ fn adapters_of_the_other_languages_by_signature() {
     ];
     let mut kids = Vec::new();
     for (argv0, rest, _) in cases {
+        // The JDI server names its server with `--owner-pid` (as newer servers stamp it).
+        let rest = rest.replace("OWNER", &my_pid().to_string());
         let script = format!("exec -a {argv0} perl -e 'sleep 300' -- {rest}");
         let mut cmd = Command::new("bash");
         cmd.args(["-c", &script])

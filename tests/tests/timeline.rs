@@ -9,7 +9,7 @@ use debugtop_core::model::{ProcState, TimelineEvent, TimelineKind, Update};
 use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Client, Server};
 use debugtop_e2e::procs::my_pid;
-use debugtop_e2e::{fixture, tick_until, Spawned};
+use debugtop_e2e::{fixture, tick_until, wait_for, Spawned};
 use nix::sys::signal::Signal;
 
 fn events_for(u: &Update, pid: u32) -> Vec<TimelineEvent> {
@@ -68,6 +68,13 @@ async fn real_process_lifecycle_on_the_timeline() {
     let killed_at = chrono::Utc::now();
     w.signal(Signal::SIGKILL);
     w.wait_state('Z', Duration::from_secs(5));
+    // The watcher, not the next scan, must have seen it (on a loaded machine its thread may
+    // run after the state flips): wait for its record before ticking.
+    let watcher = e.exit_signal().expect("pidfds on Linux");
+    wait_for(Duration::from_secs(5), || {
+        watcher.has_pending_exit(pid).then_some(())
+    })
+    .expect("the exit watcher records the exit");
     let u = until(&mut e, 10, "zombie", |u| {
         has(u, TimelineKind::ProcessExited, "→ Z")
     })

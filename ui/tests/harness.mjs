@@ -10,6 +10,8 @@ import { chromium } from 'playwright-core';
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const dist = path.join(here, '..', 'dist');
 export const sample = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'sample-snapshot.json'), 'utf8'));
+/** Made by the Rust state step: a crashed MCP host's orphaned server, a containerised server. */
+export const hostSample = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'host-snapshot.json'), 'utf8'));
 
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' };
 

@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { clone, launch, open, push, sample, serve } from './harness.mjs';
+import { clone, hostSample, launch, open, push, sample, serve } from './harness.mjs';
 
 let browser;
 let srv;
@@ -128,6 +128,35 @@ test('audit: findings with evidence, then all healthy', async () => {
   await page.evaluate(() => (window.__ipc.responses.run_audit = { taken_at: '2026-11-30T16:06:00Z', findings: [], servers: 1, processes: 5 }));
   await page.click('[data-testid=audit-run]');
   await page.waitForSelector('[data-testid=audit-healthy]');
+  await page.close();
+});
+
+test('a crashed MCP host: its gone-host row, the orphaned server with its finding, container pids, the ptrace holder', async () => {
+  const { page, errors } = await open(browser, srv.url, {
+    run_audit: { taken_at: hostSample.taken_at, findings: hostSample.findings, servers: 1, processes: 5 },
+  });
+  await push(page, hostSample);
+  await page.waitForSelector('[data-id="gone-host:500.5000"]');
+  const rows = await rowText(page);
+  assert.ok(rows[0].includes('gone-host') && rows[0].includes('MCP host 500 (gone)'), rows.join('\n'));
+  assert.ok(rows[1].includes('server') && rows[1].includes('600') && rows[1].includes('orphaned-server'), rows[1]);
+  assert.ok(rows[2].includes('601'), 'the server\'s child hangs under it');
+  // The containerised worker shows both pids and the container.
+  const worker = rows.find((r) => r.includes('worker') && r.includes('1100'));
+  assert.match(worker, /1100 3f2a9c81d0e4 · pid 56/);
+  // Detail: the orphaned server says nobody holds its pipe; the debuggee names its tracer.
+  await page.click('[data-id^="proc:600."]');
+  assert.match(await page.textContent('[data-testid=detail-holders]'), /nobody: no request can reach it/);
+  assert.match(await page.textContent('[data-testid=detail]'), /its MCP host 500 \(host500\) is gone/);
+  await page.click('[data-id^="proc:1102."]');
+  assert.match(await page.textContent('[data-testid=detail-tracer]'), /pid 1100 \(ptrace\)/);
+  assert.match(await page.textContent('[data-testid=detail-ns]'), /3f2a9c81d0e4b7a6c5d4e3f2a1b0c9d8 · pid 58 inside, 1102 here/);
+  // The audit pane lists the new kind with its evidence.
+  await page.click('[data-testid=tab-audit]');
+  await page.click('[data-testid=audit-run]');
+  await page.waitForSelector('[data-testid=audit] li');
+  assert.match(await page.textContent('[data-testid=audit]'), /critical orphaned-server[\s\S]*no process holds the writing end/);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 

@@ -295,6 +295,50 @@ async fn exit_latency(a: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Spawns `argv`, plans its kill as `--force` does, executes it: milliseconds to verified gone.
+fn one_kill(argv: &[&str], grace: Duration) -> anyhow::Result<f64> {
+    let mut child = Command::new(argv[0])
+        .args(&argv[1..])
+        .env("MCP_DEBUGGER_MAIN_PID", std::process::id().to_string())
+        .spawn()?;
+    std::thread::sleep(Duration::from_millis(50));
+    let mut c = ProcfsCollector::new()?;
+    let table = c.scan()?;
+    let live = LiveTable::new(&table.procs, debugtop_core::sources::self_info());
+    // The child is outside every server's tree: planned as `--force` does.
+    let plan = kill::plan_for(
+        &kill::KillRequest::Pid {
+            pid: child.id(),
+            tree: false,
+        },
+        &[],
+        &live,
+        kill::KillOptions {
+            grace: Some(grace),
+            force: true,
+        },
+    )?;
+    if plan.targets.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        anyhow::bail!(
+            "the kill plan refused the benchmark's own child: {:?}",
+            plan.refused
+        );
+    }
+    // Reap concurrently, as a parent would, so "exited" is observable.
+    let t = Instant::now();
+    let report = std::thread::scope(|s| {
+        let h = s.spawn(|| kill::execute(&plan, |_| {}));
+        let _ = child.wait();
+        h.join()
+    });
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let ok = report.as_ref().map(|r| r.all_gone()).unwrap_or(false);
+    anyhow::ensure!(ok, "kill did not verify: {report:?}");
+    Ok(ms)
+}
+
 /// Kill latency: a cooperative process (exit → verified) and a wedged one (grace → verified).
 fn kill_latency(a: &Args) -> anyhow::Result<()> {
     let grace = Duration::from_millis(500);
@@ -307,43 +351,7 @@ fn kill_latency(a: &Args) -> anyhow::Result<()> {
     ] {
         let mut v = Vec::new();
         for _ in 0..a.reps.min(7) {
-            let mut child = Command::new(argv[0])
-                .args(&argv[1..])
-                .env("MCP_DEBUGGER_MAIN_PID", std::process::id().to_string())
-                .spawn()?;
-            std::thread::sleep(Duration::from_millis(50));
-            let mut c = ProcfsCollector::new()?;
-            let table = c.scan()?;
-            let live = LiveTable::new(&table.procs, debugtop_core::sources::self_info());
-            // The child is outside every server's tree: planned as `--force` does.
-            let plan = kill::plan_for(
-                &kill::KillRequest::Pid {
-                    pid: child.id(),
-                    tree: false,
-                },
-                &[],
-                &live,
-                kill::KillOptions {
-                    grace: Some(grace),
-                    force: true,
-                },
-            )?;
-            if plan.targets.is_empty() {
-                let _ = child.kill();
-                let _ = child.wait();
-                anyhow::bail!("the kill plan refused the benchmark's own child: {:?}", plan.refused);
-            }
-            // Reap concurrently, as a parent would, so "exited" is observable.
-            let t = Instant::now();
-            let report = std::thread::scope(|s| {
-                let h = s.spawn(|| kill::execute(&plan, |_| {}));
-                let _ = child.wait();
-                h.join()
-            });
-            let ms = t.elapsed().as_secs_f64() * 1000.0;
-            let ok = report.as_ref().map(|r| r.all_gone()).unwrap_or(false);
-            anyhow::ensure!(ok, "kill did not verify: {report:?}");
-            v.push(ms);
+            v.push(one_kill(&argv, grace)?);
         }
         line(
             &format!(

@@ -107,8 +107,21 @@ async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
     use debugtop_e2e::mcp::seed_bug_stand_in;
     let sentinel = debugtop_e2e::Spawned::spawn(Command::new("sleep").arg("600"));
     let server = Server::start(60_000);
-    let dir = tempfile::tempdir().unwrap();
-    let (_harness, worker, session) = seed_bug_stand_in(server.pid(), dir.path());
+    // Its proxy log goes where the real server puts its workers' logs (beside its own log):
+    // a worker's own log must not count as the server having created the session.
+    let (_harness, worker, session) = seed_bug_stand_in(server.pid(), server.dir.path());
+    let proxy_log = server
+        .dir
+        .path()
+        .join(format!("sessions/{session}/run-1/proxy-{session}.log"));
+    assert!(
+        debugtop_e2e::wait_for(std::time::Duration::from_secs(20), || proxy_log
+            .exists()
+            .then_some(()))
+        .is_some(),
+        "the worker never wrote {}",
+        proxy_log.display()
+    );
 
     let mut found = None;
     for _ in 0..20 {
@@ -136,8 +149,26 @@ async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
     assert_eq!(f["session_id"], session.as_str());
     assert_eq!(f["server_pid"], server.pid());
     let evidence = f["evidence"].to_string();
+    // Both witnesses of a live owner that cannot hold the session fire: its own log never
+    // created it, and its /health lists no HTTP session at all.
     assert!(evidence.contains("never created session"), "{evidence}");
+    assert!(evidence.contains("lists no HTTP session"), "{evidence}");
     assert!(evidence.contains("not the server"), "{evidence}");
+    let planned: Vec<(u64, u64)> = f["plan"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["pid"].as_u64().unwrap(),
+                t["start_ticks"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        planned.len() >= 2 && planned.iter().any(|(p, _)| *p == u64::from(worker)),
+        "the worker and its mock adapter are in the plan: {planned:?}"
+    );
     let id = f["id"].as_str().unwrap().to_owned();
 
     // The readable report names it and says how to fix it.
@@ -180,7 +211,14 @@ async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
             || out.contains(&format!("worker {worker}: killed")),
         "{out}"
     );
-    assert!(debugtop_e2e::procs::state_of(worker).is_none_or(|s| s == 'Z'));
+    for (pid, ticks) in &planned {
+        let pid = u32::try_from(*pid).unwrap();
+        assert!(
+            debugtop_e2e::procs::start_ticks(pid) != Some(*ticks)
+                || debugtop_e2e::procs::state_of(pid) == Some('Z'),
+            "planned pid {pid} is still alive"
+        );
+    }
     assert_eq!(
         debugtop_e2e::procs::state_of(sentinel.pid),
         Some('S'),

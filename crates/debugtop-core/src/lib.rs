@@ -16,6 +16,7 @@ pub mod error;
 pub mod model;
 pub mod redact;
 pub mod report;
+pub mod safe_fs;
 pub mod sampler;
 pub mod sources;
 pub mod state;

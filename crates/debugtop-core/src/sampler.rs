@@ -76,6 +76,11 @@ impl Engine {
         self.state.live()
     }
 
+    /// The exit watcher, where pidfds are available.
+    pub fn exit_signal(&self) -> Option<std::sync::Arc<crate::collect::exits::ExitWatcher>> {
+        self.sources.exit_signal()
+    }
+
     fn published(&self, update: Update) -> Published {
         Published {
             update: Arc::new(update),

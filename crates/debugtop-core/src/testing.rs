@@ -10,12 +10,13 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 use crate::model::{
-    DebugSession, Endpoints, EnvMarkers, Environment, Fact, FactSource, Finding, FindingId,
-    FindingKind, Health, HealthCheck, HttpSession, KillPlan, KillTarget, Language, LogEvent,
-    LogEventKind, LogExcerpt, LogOrigin, LogsRead, NodeKind, NodeStatus, Observation, Proc,
-    ProcState, ProcessTable, Role, ScanStats, SelfInfo, ServerInfo, ServerMode, ServerObservation,
-    ServerVersion, SessionState, Severity, Snapshot, SourceKind, SourceState, SourceStatus,
-    TimelineEvent, TimelineKind, TreeNode, Via, What, SCHEMA,
+    DebugSession, Endpoints, EnvMarkers, Environment, Fact, FactSource, FdKind, Finding, FindingId,
+    FindingKind, Health, HealthCheck, HostKind, HostRef, HttpSession, KillPlan, KillTarget,
+    Language, LogEvent, LogEventKind, LogExcerpt, LogOrigin, LogsRead, McpEvidence, NodeKind,
+    NodeStatus, Observation, PidNs, Proc, ProcState, ProcessTable, Role, ScanStats, SelfInfo,
+    ServerInfo, ServerMode, ServerObservation, ServerVersion, SessionState, Severity, Snapshot,
+    SourceKind, SourceState, SourceStatus, Stdio, TimelineEvent, TimelineKind, TreeNode, Via, What,
+    SCHEMA,
 };
 use crate::sources::Observe;
 
@@ -52,6 +53,13 @@ impl ProcBuilder {
             owner_pid: (role == Role::Worker).then_some(100),
             remembered_ppid: None,
             exited_at: None,
+            stdio: None,
+            channel: None,
+            stdin_holders: None,
+            mcp: None,
+            host: None,
+            ns: None,
+            tracer_pid: None,
         })
     }
     /// Parent.
@@ -119,6 +127,64 @@ impl ProcBuilder {
     /// The pid in `NODE_INSPECTOR_INFO` (a watchdog's debuggee).
     pub fn inspector(mut self, pid: u32) -> Self {
         self.0.markers.inspector_pid = Some(pid);
+        self
+    }
+    /// js-debug's bootloader in `NODE_OPTIONS`.
+    pub fn bootloader(mut self) -> Self {
+        self.0.markers.js_bootloader = true;
+        self
+    }
+    /// stdin and stdout are the pipes `stdin` and `stdin + 1`.
+    pub fn piped(mut self, stdin: u64) -> Self {
+        self.0.stdio = Some(Stdio {
+            stdin: FdKind::Pipe { inode: stdin },
+            stdout: FdKind::Pipe { inode: stdin + 1 },
+        });
+        self.0.channel = Some(FdKind::Pipe { inode: stdin });
+        self
+    }
+    /// stdin is `/dev/null` (a daemon).
+    pub fn stdin_null(mut self) -> Self {
+        self.0.stdio = Some(Stdio {
+            stdin: FdKind::Null,
+            stdout: FdKind::Null,
+        });
+        self.0.channel = None;
+        self
+    }
+    /// Who holds the writing end of its stdin pipe.
+    pub fn holders(mut self, pids: &[u32]) -> Self {
+        self.0.stdin_holders = Some(pids.to_vec());
+        self
+    }
+    /// A stdio MCP server, by this evidence (its own `server_pid`).
+    pub fn mcp(mut self, e: McpEvidence) -> Self {
+        self.0.mcp = Some(e);
+        self.0.server_pid = Some(self.0.pid);
+        self
+    }
+    /// The MCP host it ran under.
+    pub fn host(mut self, pid: u32, start_ticks: u64) -> Self {
+        self.0.host = Some(HostRef {
+            pid,
+            start_ticks,
+            kind: HostKind::Unlabelled,
+            label: format!("host{pid}"),
+        });
+        self
+    }
+    /// It runs in another pid namespace, as `inner` there.
+    pub fn in_container(mut self, inode: u64, inner: u32, container: Option<&str>) -> Self {
+        self.0.ns = Some(PidNs {
+            inode,
+            pid: inner,
+            container: container.map(str::to_owned),
+        });
+        self
+    }
+    /// A debugger holds it under ptrace.
+    pub fn traced_by(mut self, pid: u32) -> Self {
+        self.0.tracer_pid = Some(pid);
         self
     }
     /// The parent it had in the tree before it was reparented.
@@ -233,6 +299,17 @@ impl ObservationBuilder {
         }
         self
     }
+    /// Puts server 100 in a container (pid `inner` there).
+    pub fn server_in_container(mut self, inode: u64, inner: u32, container: Option<&str>) -> Self {
+        if let Some(p) = self.0.table.procs.iter_mut().find(|p| p.pid == 100) {
+            p.ns = Some(PidNs {
+                inode,
+                pid: inner,
+                container: container.map(str::to_owned),
+            });
+        }
+        self
+    }
     /// Removes server 100 (its processes become those of a gone server).
     pub fn without_server(mut self) -> Self {
         self.0.table.servers.clear();
@@ -244,6 +321,101 @@ impl ObservationBuilder {
     pub fn build(self) -> Observation {
         self.0
     }
+}
+
+/// A snapshot the state step made (not hand-built): an MCP host that was seen alive and then
+/// crashed, leaving a stdio server that ignores EOF (and its child) with nobody on its pipe,
+/// next to the usual HTTP server 100, whose paused worker runs in a container and whose
+/// debuggee is traced. The UI's host and container tests replay it.
+pub fn host_snapshot() -> Snapshot {
+    let mut state = crate::state::State::new(crate::state::StateConfig {
+        redact: false,
+        ..crate::state::StateConfig::default()
+    });
+    let mut last = None;
+    for (t, alive) in [(-10, true), (0, false), (6, false), (12, false)] {
+        last = Some(state.step(host_tick(t, alive)).snapshot);
+    }
+    let mut s = last.unwrap_or_else(sample_snapshot);
+    s.host = "devbox".into();
+    s.debugtop = "0.1.0".into();
+    s
+}
+
+const HOST_SESSION: &str = "039dbe75-9135-4c77-9446-8308a6b6c1e9";
+const CONTAINER: &str = "3f2a9c81d0e4b7a6c5d4e3f2a1b0c9d8";
+
+/// One observation of [`host_snapshot`]'s world at `t`, its host alive or gone.
+fn host_tick(t: i64, alive: bool) -> Observation {
+    let o = ObservationBuilder::at(t).server_in_container(4026532999, 12, Some(CONTAINER));
+    let o = if t > -10 {
+        o
+    } else {
+        o.log(
+            3,
+            -200,
+            LogOrigin::Server,
+            LogEventKind::DebugSessionCreated {
+                session_id: HOST_SESSION.into(),
+                name: Some("py-loop".into()),
+                language: Some("python".into()),
+            },
+        )
+    };
+    let o = host_procs(alive)
+        .into_iter()
+        .fold(o, ObservationBuilder::proc);
+    o.build()
+}
+
+/// The processes of [`host_snapshot`]'s world.
+fn host_procs(alive: bool) -> Vec<Proc> {
+    let server = ProcBuilder::new(600, Role::Server)
+        .argv("node /home/dev/mcp/eof-ignorer.mjs")
+        .mcp(McpEvidence::HostChild)
+        .piped(77)
+        .host(500, 5000)
+        .started(at(-300));
+    let server = if alive {
+        server.ppid(500).holders(&[500])
+    } else {
+        server.ppid(1).holders(&[]).was_under(500)
+    };
+    let mut out = vec![
+        server.build(),
+        ProcBuilder::new(601, Role::Other)
+            .ppid(600)
+            .server(Some(600))
+            .argv("sleep 3600")
+            .host(500, 5000)
+            .build(),
+        ProcBuilder::new(1100, Role::Worker)
+            .ppid(100)
+            .group(100, 100)
+            .owner(100)
+            .session(HOST_SESSION)
+            .argv(&format!("node /n/mcp-debugger/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=100 --mcp-session-id={HOST_SESSION}"))
+            .in_container(4026532999, 56, Some(CONTAINER))
+            .build(),
+        ProcBuilder::new(1102, Role::Debuggee)
+            .in_container(4026532999, 58, Some(CONTAINER))
+            .ppid(1100)
+            .session(HOST_SESSION)
+            .argv("python3 loop.py")
+            .traced_by(1100)
+            .build(),
+    ];
+    if alive {
+        out.push(
+            ProcBuilder::new(500, Role::Host)
+                .ppid(40)
+                .server(None)
+                .argv("node /home/dev/agent/host.mjs")
+                .started(at(-400))
+                .build(),
+        );
+    }
+    out
 }
 
 /// Recorded observations played back as a source.
@@ -293,6 +465,13 @@ fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<
         owner_pid: (role == Role::Worker).then_some(997),
         remembered_ppid: None,
         exited_at: None,
+        stdio: None,
+        channel: None,
+        stdin_holders: None,
+        mcp: None,
+        host: None,
+        ns: None,
+        tracer_pid: None,
     }
 }
 
@@ -513,6 +692,8 @@ pub fn sample_snapshot() -> Snapshot {
                 worker_pid: None,
                 adapter_pid: Some(1019),
                 http_session: None,
+                worker_finished: None,
+                worker_finished_at: None,
                 facts: Vec::new(),
             },
             DebugSession {
@@ -528,6 +709,8 @@ pub fn sample_snapshot() -> Snapshot {
                 worker_pid: Some(1100),
                 adapter_pid: Some(1101),
                 http_session: None,
+                worker_finished: None,
+                worker_finished_at: None,
                 facts: Vec::new(),
             },
         ],

@@ -1,4 +1,6 @@
 // Pure formatting helpers (no DOM): numbers and times as people read them.
+import type { FdKind } from './bindings/FdKind';
+import type { McpEvidence } from './bindings/McpEvidence';
 import type { Proc } from './bindings/Proc';
 
 export function bytes(n: number): string {
@@ -59,6 +61,7 @@ export const ROLE_ICON: Record<string, string> = {
   launcher: '↗',
   debuggee: '▶',
   watchdog: '◉',
+  host: '⌂',
   other: '·',
 };
 
@@ -66,7 +69,52 @@ export const KIND_ICON: Record<string, string> = {
   server: '◆',
   'gone-server': '✝',
   'remote-server': '☁',
+  host: '⌂',
+  'gone-host': '✝',
   'http-session': '⌁',
   'debug-session': '⬡',
   process: '·',
+};
+
+/** A standard stream, as `ls -l /proc/<pid>/fd` would show it. */
+export function fdWord(f: FdKind | null | undefined): string {
+  if (!f) return '–';
+  switch (f.type) {
+    case 'pipe':
+      return `pipe:[${f.inode}]`;
+    case 'socket':
+      return `socket:[${f.inode}]`;
+    case 'tty':
+      return 'tty';
+    case 'null':
+      return '/dev/null';
+    case 'other':
+      return 'file';
+    default:
+      return 'unknown';
+  }
+}
+
+/** Why a process counts as an MCP server, in words. */
+export function mcpWord(m: McpEvidence | null | undefined): string {
+  if (!m) return '';
+  switch (m.type) {
+    case 'argv':
+      return `argv says MCP (${m.arg})`;
+    case 'package':
+      return `${m.file} says ${m.says}`;
+    default:
+      return 'spawned by an MCP host over stdio pipes';
+  }
+}
+
+/** How a person names an MCP host kind (the Rust side's `HostKind::title`). */
+export const HOST_TITLE: Record<string, string> = {
+  opencode: 'opencode',
+  'claude-code': 'Claude Code',
+  codex: 'Codex',
+  cursor: 'Cursor',
+  'vs-code': 'VS Code',
+  'mcp-inspector': 'MCP Inspector',
+  unlabelled: 'MCP',
 };

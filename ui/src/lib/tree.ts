@@ -16,6 +16,15 @@ export interface Row {
   rss: number;
   /** Number of processes under a collapsed node. */
   hidden: number;
+  /** For a process in a container: the container and its pid there. */
+  inner: string | null;
+}
+
+/** "container abc123 · pid 56" for a process in another pid namespace. */
+export function innerWord(p: Proc | undefined): string | null {
+  if (!p?.ns) return null;
+  const where = p.ns.container ? p.ns.container.slice(0, 12) : `pid-ns ${p.ns.inode}`;
+  return p.ns.pid !== p.pid ? `${where} · pid ${p.ns.pid}` : where;
 }
 
 const SEVERITY_RANK: Record<string, number> = { info: 0, warning: 1, critical: 2 };
@@ -102,6 +111,7 @@ export function flatten(
       cpu,
       rss,
       hidden,
+      inner: n.kind === 'http-session' ? null : innerWord(p),
     });
     if (expanded) for (const c of n.children) walk(c, depth + 1);
   };

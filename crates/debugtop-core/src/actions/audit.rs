@@ -77,15 +77,21 @@ pub struct AuditRun {
     pub live: LiveTable,
 }
 
-/// Runs the audit over `sources`.
+/// Runs the audit over `sources`: three samples, then more while a condition is waiting for
+/// its grace (a finding that must hold that long even in an audit), at most the grace and a
+/// second.
 pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<AuditRun> {
     let mut state = State::new(config.state());
     let mut last = None;
-    for i in 0..SAMPLES {
+    let started = std::time::Instant::now();
+    let limit = config.grace + Duration::from_secs(1);
+    let mut i = 0;
+    while i < SAMPLES || (state.pending() > 0 && started.elapsed() < limit) {
         if i > 0 {
             tokio::time::sleep(SPACING).await;
         }
         last = Some(state.step(sources.observe().await?));
+        i += 1;
     }
     let update = last.ok_or(crate::Error::SystemInfo {
         what: "a sample",

@@ -20,7 +20,7 @@ use crate::model::{
 };
 use crate::redact::redact_text;
 use crate::report::markdown;
-use crate::sources::logs::open_untrusted;
+use crate::safe_fs::open_untrusted;
 
 /// The largest snapshot file read (a real one with 5,000 processes is ~ 10 MB).
 pub const MAX_IMPORT: u64 = 64 * 1024 * 1024;
@@ -337,6 +337,26 @@ mod tests {
             std::fs::write(&path, &now).unwrap();
         }
         assert!(std::fs::read_to_string(&path).unwrap_or_default() == now, "ui/tests/fixtures/sample-snapshot.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core fixture`");
+    }
+
+    #[test]
+    fn ui_host_fixture_is_current() {
+        // The UI's host and container tests replay this snapshot, made by the state step.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../ui/tests/fixtures/host-snapshot.json");
+        let s = crate::testing::host_snapshot();
+        let kinds: Vec<_> = s.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(
+            kinds,
+            [crate::model::FindingKind::OrphanedServer],
+            "{:#?}",
+            s.findings
+        );
+        let now = to_json(&s).unwrap();
+        if std::env::var_os("DEBUGTOP_WRITE_SCHEMA").is_some() {
+            std::fs::write(&path, &now).unwrap();
+        }
+        assert!(std::fs::read_to_string(&path).unwrap_or_default() == now, "ui/tests/fixtures/host-snapshot.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core fixture`");
     }
 
     #[test]

@@ -185,6 +185,13 @@ fn read_forced(pid: u32) -> Option<Proc> {
         owner_pid: None,
         remembered_ppid: None,
         exited_at: None,
+        stdio: None,
+        channel: None,
+        stdin_holders: None,
+        mcp: None,
+        host: None,
+        ns: None,
+        tracer_pid: None,
     })
 }
 

@@ -6,7 +6,7 @@
 //! process identity and cached.
 
 use super::parse::{basename, option_value, session_from_run_dir};
-use crate::model::{parse_pid, session_id};
+use crate::model::{parse_pid, session_id, HostKind};
 use crate::model::{EnvMarkers, Language, ServerMode};
 
 /// What a process's own argv and markers say about it.
@@ -36,6 +36,9 @@ pub enum Signature {
         language: Language,
         /// The session id, where the process carries one.
         session_id: Option<String>,
+        /// The server that started it, where it says so (`--mcp-owner-pid=` on newer js-debug,
+        /// `--owner-pid` on the JDI server).
+        owner_pid: Option<u32>,
     },
     /// debugpy's launcher.
     Launcher {
@@ -48,6 +51,8 @@ pub enum Signature {
         language: Language,
         /// Session id, where carried.
         session_id: Option<String>,
+        /// The server that started it, where it says so (`-Dmcp.debugger.owner_pid=`).
+        owner_pid: Option<u32>,
     },
     /// js-debug's watchdog.
     Watchdog {
@@ -70,8 +75,22 @@ pub fn is_env_candidate(argv: &[String]) -> bool {
         || b.starts_with("python")
         || matches!(
             b,
-            "dlv" | "codelldb" | "java" | "rdbg" | "ruby" | "dotnet" | "netcoredbg"
+            "dlv"
+                | "codelldb"
+                | "java"
+                | "rdbg"
+                | "ruby"
+                | "dotnet"
+                | "netcoredbg"
+                | "bun"
+                | "deno"
+                | "uv"
+                | "uvx"
+                | "npx"
+                | "npm"
         )
+        || host_kind(argv).is_some()
+        || mcp_hint(argv).is_some()
         || argv
             .iter()
             .any(|a| a.contains("debugpy") || a.contains("js-debug") || a.contains("mcp-debugger"))
@@ -95,6 +114,12 @@ pub fn classify(argv: &[String], env: &EnvMarkers) -> Signature {
     if let Some(sig) = adapter(argv, env_session.clone()) {
         return sig;
     }
+    under_adapter(argv, env, env_session)
+}
+
+/// What runs under an adapter: debugpy's launcher, js-debug's watchdog, a debuggee by its
+/// markers (debugpy's `--connect`, the JVM's session tag, js-debug's bootloader).
+fn under_adapter(argv: &[String], env: &EnvMarkers, env_session: Option<String>) -> Signature {
     if argv.iter().any(|a| ends_with_path(a, "debugpy/launcher"))
         || module_arg(argv) == Some("debugpy.launcher")
     {
@@ -116,6 +141,7 @@ pub fn classify(argv: &[String], env: &EnvMarkers) -> Signature {
         return Signature::Debuggee {
             language: Language::Python,
             session_id: env_session,
+            owner_pid: None,
         };
     }
     if let Some(tag) = argv
@@ -125,12 +151,17 @@ pub fn classify(argv: &[String], env: &EnvMarkers) -> Signature {
         return Signature::Debuggee {
             language: Language::Java,
             session_id: session_id(tag),
+            owner_pid: argv
+                .iter()
+                .find_map(|a| a.strip_prefix("-Dmcp.debugger.owner_pid="))
+                .and_then(parse_pid),
         };
     }
-    if env.js_bootloader {
+    if env.js_bootloader || env.js_inspector {
         return Signature::Debuggee {
             language: Language::Javascript,
             session_id: None,
+            owner_pid: None,
         };
     }
     Signature::None
@@ -214,11 +245,24 @@ fn server(argv: &[String]) -> Option<Signature> {
 fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
     let first = basename(&argv[0]);
     let has = |f: &dyn Fn(&str) -> bool| argv.iter().any(|a| f(a));
+    let tagged_owner = argv
+        .iter()
+        .find_map(|a| a.strip_prefix("--mcp-owner-pid="))
+        .and_then(parse_pid);
+    let tagged_session = argv
+        .iter()
+        .find_map(|a| a.strip_prefix("--mcp-session-id="))
+        .and_then(session_id);
     let language = if has(&|a| {
         let b = basename(a);
         b == "vsDebugServer.cjs" || b == "vsDebugServer.js" || b == "vsDebugServer"
     }) {
-        Language::Javascript
+        // Newer servers tag js-debug like a worker (`--mcp-owner-pid= --mcp-session-id=`).
+        return Some(Signature::Adapter {
+            language: Language::Javascript,
+            session_id: tagged_session.or(env_session),
+            owner_pid: tagged_owner,
+        });
     } else if module_arg(argv) == Some("debugpy.adapter")
         || has(&|a| ends_with_path(a, "debugpy/adapter"))
     {
@@ -231,6 +275,7 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
         return Some(Signature::Adapter {
             language: Language::Mock,
             session_id: sid,
+            owner_pid: tagged_owner,
         });
     } else if first == "dlv" && has(&|a| a == "dap") {
         Language::Go
@@ -247,9 +292,62 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
     } else {
         return None;
     };
+    let owner_pid =
+        tagged_owner.or_else(|| option_value(argv, &["--owner-pid"]).and_then(parse_pid));
     Some(Signature::Adapter {
         language,
-        session_id: env_session,
+        session_id: tagged_session.or(env_session),
+        owner_pid,
+    })
+}
+
+/// What kind of MCP host argv names (labels only; never a condition for a verdict).
+pub fn host_kind(argv: &[String]) -> Option<HostKind> {
+    let names: Vec<&str> = argv.iter().take(2).map(|a| basename(a)).collect();
+    let is = |n: &str| {
+        names
+            .iter()
+            .any(|b| *b == n || b.starts_with(&format!("{n}-")))
+    };
+    if is("opencode") {
+        Some(HostKind::Opencode)
+    } else if is("claude") {
+        Some(HostKind::ClaudeCode)
+    } else if is("codex") {
+        Some(HostKind::Codex)
+    } else if is("cursor") || is("Cursor") {
+        Some(HostKind::Cursor)
+    } else if is("code") {
+        Some(HostKind::VsCode)
+    } else if argv.iter().take(4).any(|a| {
+        a.contains("@modelcontextprotocol/inspector") || a.ends_with("/inspector/cli/build/cli.js")
+    }) {
+        Some(HostKind::McpInspector)
+    } else {
+        None
+    }
+}
+
+/// An argument that names MCP: a package of the MCP organisation, an `mcp-server-…` or
+/// `…-mcp` program. mcp-debugger's own processes (known by their signatures) and MCP hosts
+/// are not "hinted" servers.
+pub fn mcp_hint(argv: &[String]) -> Option<&str> {
+    if host_kind(argv).is_some() {
+        return None;
+    }
+    argv.iter().take(6).map(String::as_str).find(|a| {
+        let b = basename(a).to_ascii_lowercase();
+        let lower = a.to_ascii_lowercase();
+        !lower.contains("mcp-debugger")
+            && !lower.contains("proxy-bootstrap")
+            && (lower.contains("@modelcontextprotocol/")
+                || lower.contains("modelcontextprotocol")
+                || b.starts_with("mcp-server")
+                || b.starts_with("mcp_server")
+                || b.ends_with("-mcp")
+                || b.ends_with("_mcp")
+                || b.contains("-mcp-server")
+                || b == "mcp")
     })
 }
 
@@ -434,11 +532,13 @@ mod tests {
             ("rdbg --open --port 12345 -- app.rb", Language::Ruby),
         ];
         for (argv, lang) in cases {
+            let owner = argv.contains("--owner-pid 3").then_some(3);
             assert_eq!(
                 classify(&v(argv), &none()),
                 Signature::Adapter {
                     language: lang,
-                    session_id: None
+                    session_id: None,
+                    owner_pid: owner
                 },
                 "{argv}"
             );
@@ -451,7 +551,8 @@ mod tests {
             mock,
             Signature::Adapter {
                 language: Language::Mock,
-                session_id: Some("abc-1".into())
+                session_id: Some("abc-1".into()),
+                owner_pid: None
             }
         );
         let env = EnvMarkers {
@@ -462,7 +563,8 @@ mod tests {
             classify(&v("python -m debugpy.adapter"), &env),
             Signature::Adapter {
                 language: Language::Python,
-                session_id: Some("s-9".into())
+                session_id: Some("s-9".into()),
+                owner_pid: None
             }
         );
     }
@@ -481,7 +583,7 @@ mod tests {
         );
         assert_eq!(
             classify(&v("python -X frozen_modules=off /site/debugpy --connect 127.0.0.1:5 --adapter-access-token t app.py"), &env),
-            Signature::Debuggee { language: Language::Python, session_id: Some("s-9".into()) }
+            Signature::Debuggee { language: Language::Python, session_id: Some("s-9".into()), owner_pid: None }
         );
         let js = EnvMarkers {
             js_bootloader: true,
@@ -491,7 +593,8 @@ mod tests {
             classify(&v("node ./script.js"), &js),
             Signature::Debuggee {
                 language: Language::Javascript,
-                session_id: None
+                session_id: None,
+                owner_pid: None
             }
         );
         let wd = EnvMarkers {
@@ -508,6 +611,84 @@ mod tests {
             classify(&v("node /srv/watchdog.js"), &none()),
             Signature::None
         );
+    }
+
+    #[test]
+    fn newer_servers_tag_js_debug_and_the_jvm() {
+        let s = classify(
+            &v("node /p/vendor/js-debug/vsDebugServer.cjs 4711 127.0.0.1 --mcp-owner-pid=812 --mcp-session-id=s-7"),
+            &none(),
+        );
+        assert_eq!(
+            s,
+            Signature::Adapter {
+                language: Language::Javascript,
+                session_id: Some("s-7".into()),
+                owner_pid: Some(812)
+            }
+        );
+        let s = classify(
+            &v("java -Dmcp.debugger.jvm=true -Dmcp.debugger.owner_pid=812 -Dmcp.debugger.session_tag=s-8 -cp app.jar Main"),
+            &none(),
+        );
+        assert_eq!(
+            s,
+            Signature::Debuggee {
+                language: Language::Java,
+                session_id: Some("s-8".into()),
+                owner_pid: Some(812)
+            }
+        );
+        let inspector = EnvMarkers {
+            js_inspector: true,
+            ..none()
+        };
+        assert!(matches!(
+            classify(&v("node ./child.js"), &inspector),
+            Signature::Debuggee {
+                language: Language::Javascript,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn mcp_hints_and_host_labels_from_argv() {
+        for (argv, hint) in [
+            (
+                "node /n/@modelcontextprotocol/server-memory/dist/index.js",
+                true,
+            ),
+            ("/v/bin/python3 /v/bin/mcp-server-time", true),
+            ("npx -y @modelcontextprotocol/server-filesystem /tmp", true),
+            ("/usr/local/bin/github-mcp-server stdio", true),
+            ("uvx mcp-server-fetch", true),
+            ("node /p/mcp-debugger/dist/cli.mjs stdio", false),
+            ("node /srv/app.js", false),
+            (
+                "node /p/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=1",
+                false,
+            ),
+            ("vim notes-about-mcp.txt", false),
+        ] {
+            assert_eq!(mcp_hint(&v(argv)).is_some(), hint, "{argv}");
+        }
+        assert_eq!(
+            host_kind(&v("/home/u/.opencode/bin/opencode")),
+            Some(HostKind::Opencode)
+        );
+        assert_eq!(
+            host_kind(&v(
+                "node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js"
+            )),
+            None
+        );
+        assert_eq!(host_kind(&v("claude --resume")), Some(HostKind::ClaudeCode));
+        assert_eq!(
+            host_kind(&v("/usr/share/code/code --type=utility")),
+            Some(HostKind::VsCode)
+        );
+        assert_eq!(host_kind(&v("node /srv/app.js")), None);
     }
 
     #[test]

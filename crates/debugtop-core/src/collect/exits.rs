@@ -95,6 +95,15 @@ impl ExitWatcher {
             .unwrap_or(0)
     }
 
+    /// Whether an exit of `pid` is recorded and not yet taken by a tick (for tests that must
+    /// know the watcher, not the scan, saw it first).
+    pub fn has_pending_exit(&self, pid: u32) -> bool {
+        self.shared
+            .state
+            .lock()
+            .is_ok_and(|s| s.exits.iter().any(|((p, _), _)| *p == pid))
+    }
+
     /// True when nothing is watched.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

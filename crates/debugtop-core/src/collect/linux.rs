@@ -16,11 +16,11 @@ use chrono::{DateTime, TimeZone, Utc};
 use procfs::process::Process;
 use procfs::ProcError;
 
-use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
-use super::parse::{parse_cmdline, parse_env_markers, parse_stat};
+use super::classify::{classify, host_kind, is_env_candidate, mcp_hint, pkg_dir_of, Signature};
+use super::parse::{parse_cmdline, parse_env_markers, parse_stat, StatFields};
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
 use crate::error::{Error, Result};
-use crate::model::{EnvMarkers, ProcState};
+use crate::model::{EnvMarkers, McpEvidence, ProcState};
 
 /// Every this many scans, a scan reads every process (not only the watched and new ones).
 pub const FULL_EVERY: u64 = 60;
@@ -38,6 +38,7 @@ pub struct ProcfsCollector {
     page_size: u64,
     cache: IdentityCache,
     gen: u64,
+    fds: super::fds::FdWatch,
 }
 
 impl ProcfsCollector {
@@ -60,6 +61,7 @@ impl ProcfsCollector {
             page_size: procfs::page_size(),
             cache: IdentityCache::default(),
             gen: 0,
+            fds: super::fds::FdWatch::default(),
         })
     }
 
@@ -84,7 +86,7 @@ impl ProcfsCollector {
         // server). Measured in BENCHMARKS.md.
         let full = self.gen % FULL_EVERY == 0;
         let harvest = self.harvest_inner(full)?;
-        Ok(finish(harvest, &mut self.cache))
+        Ok(finish(harvest, &mut self.cache, &mut self.fds))
     }
 
     /// One pass over the process table, raw: every process with its cached identity, no roles.
@@ -150,25 +152,7 @@ impl ProcfsCollector {
                 }
             }
         }
-        pass.path.truncate(pass.base_len);
-        pass.path.push_str(name);
-        pass.path.push_str("/stat");
-        pass.buf.clear();
-        match std::fs::File::open(&pass.path).and_then(|mut f| f.read_to_end(&mut pass.buf)) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                stats.denied += 1;
-                return None;
-            }
-            Err(_) => {
-                stats.vanished += 1;
-                return None;
-            }
-        }
-        let Some(stat) = parse_stat(&pass.buf) else {
-            stats.vanished += 1;
-            return None;
-        };
+        let stat = read_stat_into(name, pass, stats)?;
         let state = ProcState::from_letter(stat.state);
         let ident = self.identity(name, &stat, state, pass, stats)?;
         let cpu_ticks = stat.utime.saturating_add(stat.stime);
@@ -197,6 +181,11 @@ impl ProcfsCollector {
             start_time: self.start_time(stat.starttime),
             cpu_percent,
             rss_bytes: stat.rss.saturating_mul(self.page_size),
+            markers: ident.markers.clone(),
+            owner_pid: super::raw_owner(&ident.signature),
+            stdio: ident.stdio,
+            channel: None,
+            parent_writes_stdin: false,
             ident,
         })
     }
@@ -310,6 +299,31 @@ fn count(stats: &mut ScanStats, e: &ProcError) {
     }
 }
 
+/// `/proc/<name>/stat` into the pass's buffer, parsed; `None` (counted) when it vanished or is
+/// unreadable.
+fn read_stat_into(name: &str, pass: &mut Pass, stats: &mut ScanStats) -> Option<StatFields> {
+    pass.path.truncate(pass.base_len);
+    pass.path.push_str(name);
+    pass.path.push_str("/stat");
+    pass.buf.clear();
+    match std::fs::File::open(&pass.path).and_then(|mut f| f.read_to_end(&mut pass.buf)) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            stats.denied += 1;
+            return None;
+        }
+        Err(_) => {
+            stats.vanished += 1;
+            return None;
+        }
+    }
+    let stat = parse_stat(&pass.buf);
+    if stat.is_none() {
+        stats.vanished += 1;
+    }
+    stat
+}
+
 /// Reads argv, uid and (for candidates) the environment markers of one process.
 /// `None` when the process vanished meanwhile.
 fn read_ident(
@@ -334,7 +348,8 @@ fn read_ident(
             }
         }
     }
-    let markers = if is_env_candidate(&argv) {
+    let candidate = is_env_candidate(&argv);
+    let markers = if candidate {
         match read_capped(proc, "environ") {
             Ok(raw) => parse_env_markers(&raw),
             Err(ReadErr::Gone) => return None,
@@ -346,19 +361,147 @@ fn read_ident(
     } else {
         EnvMarkers::default()
     };
-    let uid = proc.uid().ok();
+    let status = read_capped(proc, "status")
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    Some(ident_of(proc, argv, markers, candidate, &status))
+}
+
+/// The identity from what was read: signature, package, stdio and MCP evidence (for
+/// candidates), namespace and tracer.
+fn ident_of(
+    proc: &Process,
+    argv: Vec<String>,
+    markers: EnvMarkers,
+    candidate: bool,
+    status: &str,
+) -> Ident {
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok());
     let signature = classify(&argv, &markers);
     let pkg_dir = match &signature {
         Signature::Server { script, .. } => server_pkg_dir(proc, script),
         _ => None,
     };
-    Some(Ident {
+    let pid = proc.pid().unsigned_abs();
+    let stdio = candidate.then(|| super::fds::stdio(pid));
+    let mcp = match &signature {
+        Signature::None if stdio.is_some() => mcp_evidence(proc, &argv),
+        _ => None,
+    };
+    let moved = stdio.is_some_and(|x| x.stdin_channel().is_none());
+    let says = mcp.is_some() || matches!(signature, Signature::Server { .. });
+    Ident {
+        channels: if says && moved {
+            super::fds::channels(pid)
+        } else {
+            Vec::new()
+        },
+        host: markers.host.or_else(|| host_kind(&argv)),
+        ns: candidate
+            .then(|| super::ns::read(&pid.to_string(), our_pid_ns(), our_container(), status))
+            .flatten(),
+        tracer_pid: super::ns::tracer_pid(status),
         argv,
         markers,
         signature,
         uid,
         pkg_dir,
+        stdio,
+        mcp,
+    }
+}
+
+/// debugtop's own pid namespace (read once).
+fn our_pid_ns() -> Option<u64> {
+    static OURS: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *OURS.get_or_init(|| super::ns::pid_ns_inode("self"))
+}
+
+/// The container debugtop itself runs in, if any: a process in the same one is not "in a
+/// container" as far as the tree is concerned (only its pid namespace differs).
+fn our_container() -> Option<&'static str> {
+    static OURS: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    OURS.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/cgroup")
+            .ok()
+            .and_then(|c| super::ns::container_of(&c))
     })
+    .as_deref()
+}
+
+/// Why a process whose stdin and stdout are pipes counts as an MCP server: an argument names
+/// MCP, or its script's nearest `package.json` does (the MCP SDK as a dependency, or "mcp" in
+/// its name or keywords).
+fn mcp_evidence(proc: &Process, argv: &[String]) -> Option<McpEvidence> {
+    if let Some(arg) = mcp_hint(argv) {
+        return Some(McpEvidence::Argv {
+            arg: arg.chars().take(200).collect(),
+        });
+    }
+    // Only a JavaScript program's own package speaks for it: the nearest `package.json` above
+    // its script (a Python script beside an npm project is not an npm package).
+    let script = argv
+        .iter()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| is_js_program(argv, a))?;
+    let mut dir = absolute(proc, script);
+    for _ in 0..6 {
+        if !dir.pop() {
+            break;
+        }
+        let file = dir.join("package.json");
+        let Some(text) = crate::safe_fs::read_small(&file, 64 * 1024) else {
+            continue;
+        };
+        return package_says_mcp(&text).map(|says| McpEvidence::Package {
+            file: file.to_string_lossy().into_owned(),
+            says,
+        });
+    }
+    None
+}
+
+/// `script` is what a JavaScript runtime runs: a `.js`/`.mjs`/`.cjs`/`.ts` file, or any path
+/// given to node, bun or deno.
+fn is_js_program(argv: &[String], script: &str) -> bool {
+    let runtime = argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .is_some_and(|b| matches!(b, "node" | "nodejs" | "bun" | "deno" | "tsx"));
+    [".js", ".mjs", ".cjs", ".ts"]
+        .iter()
+        .any(|e| script.ends_with(e))
+        || (runtime && script.contains('/'))
+}
+
+/// What in a `package.json` says MCP, if anything.
+pub fn package_says_mcp(text: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    // (Not devDependencies: a project's tooling is not what its program is.)
+    for deps in ["dependencies", "peerDependencies"] {
+        if v.get(deps)
+            .and_then(|d| d.get("@modelcontextprotocol/sdk"))
+            .is_some()
+        {
+            return Some(format!("{deps} has @modelcontextprotocol/sdk"));
+        }
+    }
+    let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
+    if name.to_ascii_lowercase().contains("mcp") && !name.contains("mcp-debugger") {
+        return Some(format!(
+            "its name is {}",
+            name.chars().take(80).collect::<String>()
+        ));
+    }
+    let keyword = v
+        .get("keywords")
+        .and_then(|k| k.as_array())
+        .is_some_and(|k| k.iter().any(|x| x.as_str() == Some("mcp")));
+    keyword.then(|| "its keywords say mcp".to_owned())
 }
 
 enum ReadErr {
@@ -398,5 +541,38 @@ fn absolute(proc: &Process, path: &str) -> PathBuf {
     match proc.cwd() {
         Ok(cwd) => cwd.join(p),
         Err(_) => p.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_package_says_mcp_by_its_dependencies_name_or_keywords_not_its_tooling() {
+        let says = |t: &str| package_says_mcp(t);
+        assert!(says(r#"{"dependencies":{"@modelcontextprotocol/sdk":"1"}}"#).is_some());
+        assert!(says(r#"{"name":"weather-mcp"}"#).is_some());
+        assert!(says(r#"{"keywords":["mcp"]}"#).is_some());
+        // Near misses: the SDK only as a dev tool, mcp-debugger itself, garbage.
+        assert!(says(r#"{"devDependencies":{"@modelcontextprotocol/sdk":"1"}}"#).is_none());
+        assert!(says(r#"{"name":"@debugmcp/mcp-debugger"}"#).is_none());
+        assert!(says("not json").is_none());
+    }
+
+    #[test]
+    fn only_a_javascript_program_is_judged_by_its_package() {
+        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert!(is_js_program(&argv("node /a/server.mjs"), "/a/server.mjs"));
+        assert!(is_js_program(
+            &argv("/usr/bin/node /a/bin/server"),
+            "/a/bin/server"
+        ));
+        assert!(is_js_program(&argv("bun run /a/index.ts"), "/a/index.ts"));
+        assert!(!is_js_program(
+            &argv("python3 /a/supervisor.py"),
+            "/a/supervisor.py"
+        ));
+        assert!(!is_js_program(&argv("sh /a/run"), "/a/run"));
     }
 }

@@ -28,15 +28,25 @@ pub mod exits {
         pub fn take_exits(&self) -> Vec<(Identity, DateTime<Utc>)> {
             Vec::new()
         }
+        /// No exits.
+        pub fn has_pending_exit(&self, _pid: u32) -> bool {
+            false
+        }
         /// Never resolves.
         pub async fn exited(&self) {
             std::future::pending::<()>().await;
         }
     }
 }
+#[cfg(target_os = "linux")]
+pub mod fds;
+#[cfg(target_os = "linux")]
+pub mod ns;
 pub mod parse;
 pub mod portable;
 mod relate;
+#[cfg(target_os = "linux")]
+pub mod unix_diag;
 
 #[cfg(target_os = "linux")]
 pub mod linux;
@@ -48,7 +58,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::model::{
-    EnvMarkers, Language, Proc, ProcState, ProcessTable, Role, ScanStats, ServerInfo,
+    EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
+    ProcessTable, Role, ScanStats, ServerInfo, Stdio,
 };
 use classify::Signature;
 
@@ -84,6 +95,40 @@ pub struct Ident {
     pub uid: Option<u32>,
     /// For servers: the resolved package directory.
     pub pkg_dir: Option<String>,
+    /// stdin and stdout, for candidates.
+    pub stdio: Option<Stdio>,
+    /// Every other pipe and socket it has open, for an MCP server whose stdin is not one
+    /// (it moved its channel to another fd).
+    pub channels: Vec<FdKind>,
+    /// Its pid namespace, when not debugtop's own.
+    pub ns: Option<PidNs>,
+    /// Why it counts as an MCP server (argv or package), for candidates with piped stdio.
+    pub mcp: Option<McpEvidence>,
+    /// What kind of MCP host it says it is (markers, argv), if any.
+    pub host: Option<HostKind>,
+    /// `TracerPid` when read.
+    pub tracer_pid: Option<u32>,
+}
+
+impl Ident {
+    /// What a process with this argv and nothing else read says.
+    pub fn of_argv(argv: Vec<String>) -> Self {
+        let markers = EnvMarkers::default();
+        let signature = classify::classify(&argv, &markers);
+        Self {
+            argv,
+            markers,
+            signature,
+            uid: None,
+            pkg_dir: None,
+            stdio: None,
+            channels: Vec::new(),
+            ns: None,
+            mcp: None,
+            host: None,
+            tracer_pid: None,
+        }
+    }
 }
 
 /// One process at one instant: the cheap fields read every scan, plus its cached identity.
@@ -109,6 +154,17 @@ pub struct Sample {
     pub rss_bytes: u64,
     /// The identity's cached facts.
     pub ident: Arc<Ident>,
+    /// Its environment markers, with pids translated to this namespace's (see `ns`).
+    pub markers: EnvMarkers,
+    /// A worker's `--mcp-owner-pid`, or a tagged adapter's or debuggee's owner, translated;
+    /// `None` when it names no process of its namespace.
+    pub owner_pid: Option<u32>,
+    /// Its stdin and stdout (the identity's, or read this scan for a host's child).
+    pub stdio: Option<Stdio>,
+    /// The channel it talks to its host on (stdin, or where it moved it), for MCP candidates.
+    pub channel: Option<FdKind>,
+    /// Its parent holds the other end of that channel (the parent talks to it: a host).
+    pub parent_writes_stdin: bool,
 }
 
 /// What [`relate`] last concluded about an identity, kept so that an orphan reparented to PID 1
@@ -125,6 +181,8 @@ pub struct Memory {
     pub language: Option<Language>,
     /// The parent it had while inside a server's tree.
     pub ppid: Option<u32>,
+    /// The MCP host it ran under.
+    pub host: Option<HostRef>,
 }
 
 /// Per-identity memory across scans, keyed by pid and checked against start ticks.
@@ -333,7 +391,18 @@ fn server_info(s: &Sample) -> Option<ServerInfo> {
 
 fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
     let owner_pid = match &s.ident.signature {
-        Signature::Worker { owner_pid, .. } => Some(*owner_pid),
+        Signature::Worker { .. } => s.owner_pid,
+        _ => None,
+    };
+    // A stdio server other than mcp-debugger always says why it is one (also when it was
+    // resolved from memory).
+    let mcp = match (&s.ident.signature, r.memory.role) {
+        (Signature::Server { .. }, _) => None,
+        (_, Some(Role::Server)) => r.mcp.clone().or_else(|| s.ident.mcp.clone()).or(r
+            .memory
+            .host
+            .as_ref()
+            .map(|_| McpEvidence::HostChild)),
         _ => None,
     };
     Proc {
@@ -347,7 +416,7 @@ fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
         uid: s.ident.uid,
         role: r.memory.role.unwrap_or(Role::Other),
         argv: s.ident.argv.clone(),
-        markers: s.ident.markers.clone(),
+        markers: s.markers.clone(),
         cpu_percent: s.cpu_percent,
         rss_bytes: s.rss_bytes,
         server_pid: r.memory.server_pid,
@@ -356,16 +425,80 @@ fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
         owner_pid,
         remembered_ppid: r.remembered_ppid,
         exited_at: None,
+        stdio: s.stdio,
+        channel: s.channel,
+        stdin_holders: None,
+        mcp,
+        host: r.memory.host,
+        ns: s.ident.ns.clone(),
+        tracer_pid: s.ident.tracer_pid,
     }
 }
 
+/// What the file-descriptor side of a scan can tell (Linux: `/proc/<pid>/fd`); nothing on the
+/// portable backend.
+pub(crate) trait FdView {
+    /// Marks samples whose parent holds the writing end of their stdin pipe.
+    fn mark_parent_writers(&mut self, samples: &mut [Sample]);
+    /// Fills `stdin_holders` for stdio MCP servers whose parent does not write to them.
+    fn stdin_holders(&mut self, procs: &mut [Proc]);
+}
+
+/// No file descriptors to look at.
+#[derive(Debug, Default)]
+pub(crate) struct NoFds;
+
+impl FdView for NoFds {
+    fn mark_parent_writers(&mut self, _: &mut [Sample]) {}
+    fn stdin_holders(&mut self, _: &mut [Proc]) {}
+}
+
+/// The owner pid a signature names, as written.
+pub(crate) fn raw_owner(sig: &Signature) -> Option<u32> {
+    match sig {
+        Signature::Worker { owner_pid, .. } => Some(*owner_pid),
+        Signature::Adapter { owner_pid, .. } | Signature::Debuggee { owner_pid, .. } => *owner_pid,
+        _ => None,
+    }
+}
+
+/// Pids written inside another pid namespace, translated to the pids debugtop sees — within
+/// that namespace only; a pid no process of that namespace has is unknown (`None`), never
+/// another namespace's process of the same number.
+#[cfg(target_os = "linux")]
+pub(crate) fn translate(samples: &mut [Sample]) {
+    let map = ns::NsMap::new(
+        samples
+            .iter()
+            .filter_map(|s| s.ident.ns.as_ref().map(|n| (n.inode, n.pid, s.pid))),
+    );
+    for s in samples.iter_mut() {
+        let Some(space) = s.ident.ns.as_ref().map(|n| n.inode) else {
+            continue;
+        };
+        let outer = |p: Option<u32>| p.and_then(|p| map.outer(Some(space), p));
+        s.owner_pid = outer(raw_owner(&s.ident.signature));
+        s.markers.main_pid = outer(s.ident.markers.main_pid);
+        s.markers.inspector_pid = outer(s.ident.markers.inspector_pid);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn translate(_: &mut [Sample]) {}
+
 /// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
-pub(crate) fn finish(harvest: Harvest, cache: &mut IdentityCache) -> ProcessTable {
+pub(crate) fn finish(
+    harvest: Harvest,
+    cache: &mut IdentityCache,
+    fds: &mut dyn FdView,
+) -> ProcessTable {
     let Harvest {
-        samples,
+        mut samples,
         mut stats,
         started,
     } = harvest;
+    translate(&mut samples);
+    fds.mark_parent_writers(&mut samples);
     let resolved = relate(&samples, cache);
     let mut servers = Vec::new();
     let mut procs = Vec::with_capacity(resolved.len());
@@ -377,6 +510,7 @@ pub(crate) fn finish(harvest: Harvest, cache: &mut IdentityCache) -> ProcessTabl
         }
         procs.push(proc_of(s, r));
     }
+    fds.stdin_holders(&mut procs);
     procs.sort_by_key(|p| (p.server_pid.unwrap_or(u32::MAX), p.pid));
     servers.sort_by_key(|s| s.pid);
     stats.duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);

@@ -3,7 +3,7 @@
 //! Everything a process exposes is untrusted: it may be huge, not UTF-8, or shaped to confuse us.
 //! These functions are pure, never panic, and bound what they keep.
 
-use crate::model::{parse_pid, session_id, EnvMarkers};
+use crate::model::{parse_pid, session_id, EnvMarkers, HostKind};
 
 /// The most argv we keep per process. Longer command lines are cut (and marked) so one hostile
 /// process cannot make every snapshot huge.
@@ -57,6 +57,9 @@ pub fn parse_env_markers(raw: &[u8]) -> EnvMarkers {
             b"DEBUGPY_LOG_DIR" if !value.is_empty() => m.debugpy_log_dir = Some(value.into_owned()),
             b"NODE_INSPECTOR_INFO" => m.inspector_pid = inspector_pid(&value),
             b"NODE_OPTIONS" => m.js_bootloader = value.contains("bootloader.js"),
+            b"VSCODE_INSPECTOR_OPTIONS" => m.js_inspector = !value.is_empty(),
+            b"OPENCODE" | b"OPENCODE_PID" => m.host = Some(HostKind::Opencode),
+            b"CLAUDECODE" | b"CLAUDE_CODE_ENTRYPOINT" => m.host = Some(HostKind::ClaudeCode),
             _ => {}
         }
     }

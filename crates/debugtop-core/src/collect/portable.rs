@@ -71,21 +71,7 @@ impl SysinfoCollector {
                 .cache
                 .observe(pid, start_ticks, Arc::clone(&ident), 0, 100, now, gen);
             stats.processes += 1;
-            samples.push(Sample {
-                pid,
-                ppid: p.parent().map(|p| p.as_u32()).unwrap_or(0),
-                pgid: 0,
-                sid: 0,
-                state: state_of(p.status()),
-                start_ticks,
-                start_time: Utc
-                    .timestamp_opt(i64::try_from(p.start_time()).unwrap_or(0), 0)
-                    .single()
-                    .unwrap_or_default(),
-                cpu_percent: Some(p.cpu_usage()),
-                rss_bytes: p.memory(),
-                ident,
-            });
+            samples.push(sample_of(pid, p, start_ticks, ident));
         }
         stats.exited = u32::try_from(self.cache.sweep(gen)).unwrap_or(u32::MAX);
         Ok(finish(
@@ -95,7 +81,32 @@ impl SysinfoCollector {
                 started,
             },
             &mut self.cache,
+            &mut super::NoFds,
         ))
+    }
+}
+
+/// One process as the relating step wants it (sysinfo knows no groups or sessions).
+fn sample_of(pid: u32, p: &sysinfo::Process, start_ticks: u64, ident: Arc<Ident>) -> Sample {
+    Sample {
+        pid,
+        ppid: p.parent().map(|p| p.as_u32()).unwrap_or(0),
+        pgid: 0,
+        sid: 0,
+        state: state_of(p.status()),
+        start_ticks,
+        start_time: Utc
+            .timestamp_opt(i64::try_from(p.start_time()).unwrap_or(0), 0)
+            .single()
+            .unwrap_or_default(),
+        cpu_percent: Some(p.cpu_usage()),
+        rss_bytes: p.memory(),
+        markers: ident.markers.clone(),
+        owner_pid: super::raw_owner(&ident.signature),
+        stdio: None,
+        channel: None,
+        parent_writes_stdin: false,
+        ident,
     }
 }
 
@@ -122,10 +133,16 @@ fn ident_of(p: &sysinfo::Process) -> Ident {
     };
     Ident {
         uid: p.user_id().and_then(|u| u.to_string().parse::<u32>().ok()),
+        host: markers.host.or_else(|| super::classify::host_kind(&argv)),
         argv,
         markers,
         signature,
         pkg_dir,
+        stdio: None,
+        channels: Vec::new(),
+        ns: None,
+        mcp: None,
+        tracer_pid: None,
     }
 }
 

@@ -3,26 +3,33 @@
 //! A process without a signature is a debuggee if it runs under an adapter or a launcher, an
 //! adapter if it runs directly under a worker; server and session links flow down the tree; and
 //! what was concluded is remembered per identity, so a process reparented to PID 1 keeps its
-//! owner. Pure over the samples and the cache's memory: no I/O.
+//! owner. Then MCP hosts: a process whose child talks to it over stdin/stdout pipes and is an
+//! MCP server (by argv, package, or as mcp-debugger) is a host, every other piped child of a
+//! host is one of its stdio servers, and each server (and what it started) remembers its host.
+//! Pure over the samples and the cache's memory: no I/O.
 
 use std::collections::HashMap;
 
 use super::classify::Signature;
 use super::parse::session_from_run_dir;
 use super::{IdentityCache, Memory, Sample};
-use crate::model::Role;
+use crate::model::{HostKind, HostRef, McpEvidence, Role};
 
 /// What relate concluded for one sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
-    /// Role, server, session, language, and the parent while in the tree.
+    /// Role, server, session, language, host, and the parent while in the tree.
     pub memory: Memory,
     /// Set when the process has left the parent it had in the tree.
     pub remembered_ppid: Option<u32>,
+    /// Why it counts as an MCP server, for a stdio server that is not mcp-debugger.
+    pub mcp: Option<McpEvidence>,
 }
 
 /// The deepest process tree we follow (guards against a corrupt or hostile table).
 const MAX_DEPTH: usize = 256;
+
+type Memo = Vec<Option<Option<Resolved>>>;
 
 /// Resolves every server-related sample. Returns (index into `samples`, resolution).
 pub fn relate(samples: &[Sample], cache: &IdentityCache) -> Vec<(usize, Resolved)> {
@@ -31,16 +38,25 @@ pub fn relate(samples: &[Sample], cache: &IdentityCache) -> Vec<(usize, Resolved
         .enumerate()
         .map(|(i, s)| (s.pid, i))
         .collect();
-    let mut memo: Vec<Option<Option<Resolved>>> = vec![None; samples.len()];
+    let mut memo: Memo = vec![None; samples.len()];
     for i in 0..samples.len() {
         resolve(i, samples, &by_pid, cache, &mut memo, 0);
     }
-    // Watchdogs live in their own session: tie them to the debuggee they name.
+    tie_watchdogs(samples, &by_pid, &mut memo);
+    hosts(samples, &by_pid, cache, &mut memo);
+    memo.into_iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.flatten().map(|r| (i, r)))
+        .collect()
+}
+
+/// Watchdogs live in their own session: tie them to the debuggee they name.
+fn tie_watchdogs(samples: &[Sample], by_pid: &HashMap<u32, usize>, memo: &mut Memo) {
     for i in 0..samples.len() {
-        let Signature::Watchdog {
-            debuggee_pid: Some(d),
-        } = samples[i].ident.signature
-        else {
+        if !matches!(samples[i].ident.signature, Signature::Watchdog { .. }) {
+            continue;
+        }
+        let Some(d) = samples[i].markers.inspector_pid else {
             continue;
         };
         let Some(Some(Some(target))) = by_pid.get(&d).map(|&j| memo[j].clone()) else {
@@ -52,10 +68,178 @@ pub fn relate(samples: &[Sample], cache: &IdentityCache) -> Vec<(usize, Resolved
             r.memory.language = r.memory.language.or(target.memory.language);
         }
     }
-    memo.into_iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.flatten().map(|r| (i, r)))
-        .collect()
+}
+
+/// MCP hosts and their stdio servers (see the module doc). A host's stdio servers are those of
+/// its children whose stdin its writes to; each server's descendants inherit the host.
+fn hosts(samples: &[Sample], by_pid: &HashMap<u32, usize>, cache: &IdentityCache, memo: &mut Memo) {
+    let says_mcp =
+        |s: &Sample| s.ident.mcp.is_some() || matches!(s.ident.signature, Signature::Server { .. });
+    let mut host_of: HashMap<u32, HostRef> = HashMap::new();
+    for s in samples.iter().filter(|s| s.parent_writes_stdin) {
+        let Some(&j) = by_pid.get(&s.ppid) else {
+            continue;
+        };
+        let parent = &samples[j];
+        let marked = parent.ident.host.is_some();
+        let has_mcp_child = samples
+            .iter()
+            .any(|c| c.ppid == parent.pid && c.parent_writes_stdin && says_mcp(c));
+        if marked || has_mcp_child {
+            host_of
+                .entry(parent.pid)
+                .or_insert_with(|| host_ref(parent));
+        }
+    }
+    for (&hpid, _) in host_of.iter() {
+        let Some(&j) = by_pid.get(&hpid) else {
+            continue;
+        };
+        let prev = memo[j].clone().flatten();
+        memo[j] = Some(Some(Resolved {
+            memory: Memory {
+                role: Some(Role::Host),
+                ..prev.map(|p| p.memory).unwrap_or_default()
+            },
+            remembered_ppid: None,
+            mcp: None,
+        }));
+    }
+    for (i, s) in samples.iter().enumerate() {
+        let live_host = (s.parent_writes_stdin && host_of.contains_key(&s.ppid))
+            .then(|| host_of.get(&s.ppid).cloned())
+            .flatten();
+        if let Some(host) = live_host {
+            mark_server(i, s, host, memo);
+        }
+    }
+    inherit_hosts(samples, cache, memo);
+    standalone_servers(samples, memo);
+    server_descendants(samples, by_pid, memo);
+}
+
+/// A process that says it is an MCP server and has a channel, but runs under no host debugtop
+/// sees (its host died before debugtop started, or something other than its parent holds the
+/// other end): still a stdio server, so whether anyone can reach it is checked.
+fn standalone_servers(samples: &[Sample], memo: &mut Memo) {
+    for (i, s) in samples.iter().enumerate() {
+        let (Some(evidence), Some(_)) = (&s.ident.mcp, s.channel) else {
+            continue;
+        };
+        if memo[i].as_ref().is_some_and(|r| r.is_some()) {
+            continue;
+        }
+        memo[i] = Some(Some(Resolved {
+            memory: Memory {
+                role: Some(Role::Server),
+                server_pid: Some(s.pid),
+                ..Memory::default()
+            },
+            remembered_ppid: None,
+            mcp: Some(evidence.clone()),
+        }));
+    }
+}
+
+fn host_ref(s: &Sample) -> HostRef {
+    HostRef {
+        pid: s.pid,
+        start_ticks: s.start_ticks,
+        kind: s.ident.host.unwrap_or(HostKind::Unlabelled),
+        label: s.ident.argv.join(" ").chars().take(120).collect(),
+    }
+}
+
+/// A host's stdio server: mcp-debugger keeps its server role and links; any other becomes a
+/// server of its own (its own `server_pid`), with the evidence that makes it one.
+fn mark_server(i: usize, s: &Sample, host: HostRef, memo: &mut Memo) {
+    let prev = memo[i].clone().flatten();
+    let mcp = match &s.ident.signature {
+        Signature::Server { .. } => None,
+        _ => Some(s.ident.mcp.clone().unwrap_or(McpEvidence::HostChild)),
+    };
+    let mut memory = prev.map(|p| p.memory).unwrap_or_default();
+    if mcp.is_some() {
+        memory.role = Some(Role::Server);
+        memory.server_pid = Some(s.pid);
+    }
+    memory.host = Some(host);
+    memory.ppid = Some(s.ppid);
+    memo[i] = Some(Some(Resolved {
+        memory,
+        remembered_ppid: None,
+        mcp,
+    }));
+}
+
+/// A server whose host is gone keeps it (from memory, by identity), and so does what it
+/// started.
+fn inherit_hosts(samples: &[Sample], cache: &IdentityCache, memo: &mut Memo) {
+    // Remembered stdio servers (their host died: they are reparented).
+    for (i, s) in samples.iter().enumerate() {
+        let Some(m) = cache
+            .memory(s.pid, s.start_ticks)
+            .filter(|m| m.host.is_some())
+        else {
+            continue;
+        };
+        if memo[i]
+            .as_ref()
+            .is_some_and(|r| r.as_ref().is_some_and(|r| r.memory.host.is_some()))
+        {
+            continue;
+        }
+        let mcp = (m.role == Some(Role::Server)
+            && !matches!(s.ident.signature, Signature::Server { .. }))
+        .then(|| s.ident.mcp.clone().unwrap_or(McpEvidence::HostChild));
+        memo[i] = Some(Some(Resolved {
+            memory: m.clone(),
+            remembered_ppid: m.ppid.filter(|pp| *pp != s.ppid),
+            mcp,
+        }));
+    }
+}
+
+/// What a stdio server started (a helper, an npx wrapper's real server) belongs to it: its
+/// server, and its host if it has one.
+fn server_descendants(samples: &[Sample], by_pid: &HashMap<u32, usize>, memo: &mut Memo) {
+    let is_stdio_root = |r: &Resolved| {
+        r.memory.role != Some(Role::Host) && (r.memory.host.is_some() || r.mcp.is_some())
+    };
+    for i in 0..samples.len() {
+        if memo[i].as_ref().is_some_and(|r| r.is_some()) {
+            continue;
+        }
+        let mut cur = i;
+        let mut root = None;
+        for _ in 0..MAX_DEPTH {
+            let Some(&p) = by_pid.get(&samples[cur].ppid) else {
+                break;
+            };
+            if p == cur {
+                break;
+            }
+            if let Some(Some(r)) = &memo[p] {
+                if is_stdio_root(r) {
+                    root = Some((r.memory.host.clone(), r.memory.server_pid));
+                }
+                break;
+            }
+            cur = p;
+        }
+        let Some((host, server)) = root else { continue };
+        memo[i] = Some(Some(Resolved {
+            memory: Memory {
+                role: Some(Role::Other),
+                server_pid: server,
+                host,
+                ppid: Some(samples[i].ppid),
+                ..Memory::default()
+            },
+            remembered_ppid: None,
+            mcp: None,
+        }));
+    }
 }
 
 fn resolve(
@@ -63,7 +247,7 @@ fn resolve(
     samples: &[Sample],
     by_pid: &HashMap<u32, usize>,
     cache: &IdentityCache,
-    memo: &mut Vec<Option<Option<Resolved>>>,
+    memo: &mut Memo,
     depth: usize,
 ) -> Option<Resolved> {
     if let Some(done) = &memo[i] {
@@ -79,15 +263,17 @@ fn resolve(
     };
     let remembered = cache
         .memory(s.pid, s.start_ticks)
-        .filter(|m| m.role.is_some());
+        // Host-ness is what a process does now (its children's pipes), never remembered; what
+        // ran under a host is restored with its host by `inherit_hosts`.
+        .filter(|m| m.role.is_some() && m.role != Some(Role::Host) && m.host.is_none());
     let own = own_facts(s);
-
-    let result = if own.role.is_none() && parent.is_none() && s.ident.markers.main_pid.is_none() {
+    let result = if own.role.is_none() && parent.is_none() && s.markers.main_pid.is_none() {
         // Not in any tree now; keep it if we knew it before (an orphan, or a zombie whose argv
         // was read while alive).
         remembered.map(|m| Resolved {
             memory: m.clone(),
             remembered_ppid: m.ppid.filter(|pp| *pp != s.ppid),
+            mcp: None,
         })
     } else {
         Some(combine(
@@ -112,7 +298,7 @@ fn combine(s: &Sample, own: Memory, p: Option<&Memory>, remembered: Option<&Memo
     let server_pid = own
         .server_pid
         .or_else(|| p.and_then(|p| p.server_pid))
-        .or(s.ident.markers.main_pid)
+        .or(s.markers.main_pid)
         .or_else(|| remembered.and_then(|m| m.server_pid));
     let session_id = own
         .session_id
@@ -131,12 +317,14 @@ fn combine(s: &Sample, own: Memory, p: Option<&Memory>, remembered: Option<&Memo
             session_id,
             language,
             ppid: in_tree_parent.or(old_parent),
+            host: None,
         },
         remembered_ppid: if in_tree_parent.is_none() {
             old_parent.filter(|pp| *pp != s.ppid)
         } else {
             None
         },
+        mcp: None,
     }
 }
 
@@ -146,11 +334,12 @@ fn child_role(parent: Role) -> Role {
         // The worker's direct child is the adapter it spawned, whatever it is.
         Role::Worker => Role::Adapter,
         Role::Adapter | Role::Launcher | Role::Debuggee => Role::Debuggee,
-        Role::Server | Role::Watchdog | Role::Other => Role::Other,
+        Role::Server | Role::Watchdog | Role::Host | Role::Other => Role::Other,
     }
 }
 
-/// What the sample's own signature and markers say.
+/// What the sample's own signature and markers say (pids already translated to this
+/// namespace's: `s.owner_pid`, `s.markers`).
 fn own_facts(s: &Sample) -> Memory {
     let env_session = || {
         s.ident
@@ -161,21 +350,16 @@ fn own_facts(s: &Sample) -> Memory {
     };
     let (role, server_pid, session_id, language) = match &s.ident.signature {
         Signature::Server { .. } => (Some(Role::Server), Some(s.pid), None, None),
-        Signature::Worker {
-            owner_pid,
-            session_id,
-        } => (
-            Some(Role::Worker),
-            Some(*owner_pid),
-            session_id.clone(),
-            None,
-        ),
+        Signature::Worker { session_id, .. } => {
+            (Some(Role::Worker), s.owner_pid, session_id.clone(), None)
+        }
         Signature::Adapter {
             language,
             session_id,
+            ..
         } => (
             Some(Role::Adapter),
-            None,
+            s.owner_pid,
             session_id.clone(),
             Some(*language),
         ),
@@ -188,9 +372,10 @@ fn own_facts(s: &Sample) -> Memory {
         Signature::Debuggee {
             language,
             session_id,
+            ..
         } => (
             Some(Role::Debuggee),
-            None,
+            s.owner_pid,
             session_id.clone(),
             Some(*language),
         ),
@@ -208,6 +393,7 @@ fn own_facts(s: &Sample) -> Memory {
         session_id,
         language,
         ppid: None,
+        host: None,
     }
 }
 
@@ -232,12 +418,18 @@ mod tests {
             start_time: chrono::Utc::now(),
             cpu_percent: None,
             rss_bytes: 0,
+            markers: markers.clone(),
+            owner_pid: match &signature {
+                Signature::Worker { owner_pid, .. } => Some(*owner_pid),
+                _ => None,
+            },
+            stdio: None,
+            channel: None,
+            parent_writes_stdin: false,
             ident: Arc::new(Ident {
-                argv,
                 markers,
                 signature,
-                uid: None,
-                pkg_dir: None,
+                ..Ident::of_argv(argv)
             }),
         }
     }
@@ -350,5 +542,126 @@ mod tests {
             sample(6, 5, "b", EnvMarkers::default()),
         ];
         assert!(relate(&samples, &IdentityCache::default()).is_empty());
+    }
+
+    fn with_ns(mut s: Sample, ns: u64, inner: u32) -> Sample {
+        let mut ident = (*s.ident).clone();
+        ident.ns = Some(crate::model::PidNs {
+            inode: ns,
+            pid: inner,
+            container: Some("3f2a9c0e1b7d".into()),
+        });
+        s.ident = Arc::new(ident);
+        s
+    }
+
+    /// A healthy server in a container (its pid there is 56) with its worker, seen from the
+    /// host, where pid 56 is an unrelated process: the worker joins its own server, never the
+    /// host's 56.
+    #[test]
+    fn markers_written_in_a_container_join_within_its_namespace_only() {
+        let main = EnvMarkers {
+            main_pid: Some(56),
+            ..Default::default()
+        };
+        let mut samples = vec![
+            sample(56, 1, "sleep 600", EnvMarkers::default()),
+            with_ns(
+                sample(
+                    81234,
+                    81200,
+                    "node /p/mcp-debugger/dist/cli.mjs http",
+                    EnvMarkers::default(),
+                ),
+                7,
+                56,
+            ),
+            with_ns(
+                sample(
+                    81300,
+                    81234,
+                    "node /p/proxy-bootstrap.js --mcp-owner-pid=56 --mcp-session-id=s1",
+                    main,
+                ),
+                7,
+                61,
+            ),
+        ];
+        crate::collect::translate(&mut samples);
+        let cache = IdentityCache::default();
+        let out = relate(&samples, &cache);
+        let w = role_of(&out, &samples, 81300).expect("worker");
+        assert_eq!(w.role, Some(Role::Worker));
+        assert_eq!(
+            w.server_pid,
+            Some(81234),
+            "its owner is the server of its namespace"
+        );
+        assert!(
+            role_of(&out, &samples, 56).is_none(),
+            "the host's pid 56 is not a server"
+        );
+        assert_eq!(samples[2].owner_pid, Some(81234));
+        // The same worker whose owner is gone from its namespace names nobody.
+        let mut gone = vec![samples[0].clone(), samples[2].clone()];
+        gone[1].owner_pid = crate::collect::raw_owner(&gone[1].ident.signature);
+        crate::collect::translate(&mut gone);
+        assert_eq!(gone[1].owner_pid, None, "not the host's 56");
+    }
+
+    /// A plain host (no markers) with a server that says MCP, one that says nothing, and a
+    /// child it does not talk to.
+    #[test]
+    fn a_host_is_whoever_talks_to_an_mcp_server_over_its_stdio() {
+        let mut samples = vec![
+            sample(500, 1, "node /work/host.js", EnvMarkers::default()),
+            sample(
+                501,
+                500,
+                "node /n/@modelcontextprotocol/server-memory/dist/index.js",
+                EnvMarkers::default(),
+            ),
+            sample(
+                502,
+                500,
+                "node /work/quiet-server.js",
+                EnvMarkers::default(),
+            ),
+            sample(503, 500, "node /work/helper.js", EnvMarkers::default()),
+            sample(504, 502, "sleep 600", EnvMarkers::default()),
+        ];
+        let mut mcp = (*samples[1].ident).clone();
+        mcp.mcp = Some(McpEvidence::Argv {
+            arg: "/n/@modelcontextprotocol/server-memory/dist/index.js".into(),
+        });
+        samples[1].ident = Arc::new(mcp);
+        samples[1].parent_writes_stdin = true;
+        samples[2].parent_writes_stdin = true;
+        let out = relate(&samples, &IdentityCache::default());
+        assert_eq!(
+            role_of(&out, &samples, 500).and_then(|m| m.role),
+            Some(Role::Host)
+        );
+        for pid in [501, 502] {
+            let m = role_of(&out, &samples, pid).expect("server");
+            assert_eq!(m.role, Some(Role::Server), "{pid}");
+            assert_eq!(m.host.as_ref().map(|h| h.pid), Some(500));
+        }
+        let quiet = out
+            .iter()
+            .find(|(i, _)| samples[*i].pid == 502)
+            .map(|(_, r)| r.mcp.clone());
+        assert_eq!(
+            quiet,
+            Some(Some(McpEvidence::HostChild)),
+            "name-free: what it does"
+        );
+        assert!(
+            role_of(&out, &samples, 503).is_none(),
+            "a child it does not talk to is not a server"
+        );
+        let kid = role_of(&out, &samples, 504).expect("the quiet server's child");
+        assert_eq!((kid.role, kid.server_pid), (Some(Role::Other), Some(502)));
+        assert_eq!(kid.host.map(|h| h.pid), Some(500));
     }
 }

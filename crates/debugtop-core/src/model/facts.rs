@@ -11,7 +11,7 @@ use ts_rs::TS;
 use super::ids::short;
 use super::logs::{LogEvent, LogEventKind};
 use super::process::ServerMode;
-use super::sessions::SessionState;
+use super::sessions::{HttpEnd, SessionState};
 
 /// Where a fact comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
@@ -89,8 +89,32 @@ pub enum What {
         /// Idle seconds, as logged.
         idle_secs: Option<u64>,
     },
+    /// Reaped because its SSE stream was lost (newer servers).
+    HttpStreamLost {
+        /// Seconds since the stream closed, as logged.
+        secs: Option<u64>,
+    },
     /// Listed by the latest `/health`.
     ListedByHealth,
+    /// The debug session ended with the HTTP session that held it (the reap line names it).
+    EndedWithHttp {
+        /// The HTTP session.
+        http_session: String,
+        /// How it ended.
+        how: HttpEnd,
+    },
+    /// The worker's own log says it is done.
+    WorkerFinished {
+        /// The line's words.
+        said: String,
+    },
+    /// The server's startup janitor reaped what earlier runs left.
+    StartupReaped {
+        /// How many.
+        count: u32,
+        /// What.
+        what: String,
+    },
     /// The server's log created the debug session.
     SessionCreated,
     /// The session changed state.
@@ -166,6 +190,18 @@ pub enum What {
         /// The parent it has.
         to: u32,
     },
+    /// It runs in another pid namespace (a container on this machine).
+    InContainer {
+        /// The container id, or the pid namespace's inode.
+        container: String,
+        /// Its pid there (what its own markers use).
+        inner_pid: u32,
+    },
+    /// A debugger holds it under ptrace.
+    TracedBy {
+        /// The tracer's pid.
+        pid: u32,
+    },
     /// No live server started before these processes has this pid.
     ServerGone {
         /// The pid they name.
@@ -183,7 +219,18 @@ impl fmt::Display for What {
                 Some(s) => write!(f, "reaped as stale after {s} s idle"),
                 None => f.write_str("reaped as stale"),
             },
+            Self::HttpStreamLost { secs } => match secs {
+                Some(s) => write!(f, "reaped: its SSE stream closed {s} s before"),
+                None => f.write_str("reaped: its SSE stream closed"),
+            },
             Self::ListedByHealth => f.write_str("listed by /health"),
+            Self::EndedWithHttp { http_session, how } => {
+                write!(f, "ended with HTTP session {} ({how})", short(http_session))
+            }
+            Self::WorkerFinished { said } => write!(f, "its worker logged `{said}`"),
+            Self::StartupReaped { count, what } => {
+                write!(f, "startup janitor reaped {count} {what}")
+            }
             Self::SessionCreated => f.write_str("debug session created"),
             Self::StateChanged { from, to } => write!(f, "state {from} → {to}"),
             Self::MarkedStopped => f.write_str("marked as STOPPED/TERMINATED"),
@@ -200,6 +247,22 @@ impl fmt::Display for What {
             Self::ClosingAll { active } => {
                 write!(f, "closing all debug sessions ({active} active)")
             }
+            Self::ServerMode { .. }
+            | Self::Listening { .. }
+            | Self::NotListening
+            | Self::PortMismatch { .. }
+            | Self::Reparented { .. }
+            | Self::InContainer { .. }
+            | Self::TracedBy { .. }
+            | Self::ServerGone { .. } => self.fmt_table(f),
+        }
+    }
+}
+
+impl What {
+    /// The wording of what the process table and the sockets say.
+    fn fmt_table(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Self::ServerMode { pid, mode } => write!(f, "pid {pid} in {mode} mode"),
             Self::Listening { port } => write!(f, "listening on port {port}"),
             Self::NotListening => f.write_str("no listening socket found"),
@@ -215,10 +278,17 @@ impl fmt::Display for What {
             Self::Reparented { from, to } => {
                 write!(f, "reparented: its parent was {from}, now {to}")
             }
+            Self::InContainer {
+                container,
+                inner_pid,
+            } => write!(f, "in container {container}: pid {inner_pid} there"),
+            Self::TracedBy { pid } => write!(f, "traced (ptrace) by pid {pid}"),
             Self::ServerGone { pid } => write!(
                 f,
                 "no live mcp-debugger server with pid {pid} started before these processes"
             ),
+            // Only the variants above are sent here by `Display`.
+            _ => Ok(()),
         }
     }
 }
@@ -281,28 +351,53 @@ impl fmt::Display for Subject {
 /// `None` for lines that only tie other lines together (`Stopping proxy for session …`) and for
 /// session-less lines whose session line order could not recover.
 pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
-    use LogEventKind as K;
     let source = FactSource::Log {
         file: ev.file.clone(),
         line: ev.line,
     };
-    let debug = |sid: &String| Subject::Debug(sid.clone());
-    let (subject, what) = match &ev.kind {
-        K::HttpSessionInitialized { http_session } => {
-            (Subject::Http(http_session.clone()), What::HttpInitialized)
-        }
-        K::HttpSessionClosed { http_session } => {
-            (Subject::Http(http_session.clone()), What::HttpClosed)
-        }
+    let (subject, what) = http_fact(&ev.kind)
+        .or_else(|| session_fact(&ev.kind))
+        .or_else(|| worker_fact(&ev.kind))?;
+    Some((subject, Fact::new(what, source, ev.at)))
+}
+
+/// HTTP session lines and the server's own.
+fn http_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+    use LogEventKind as K;
+    let http = |id: &String| Subject::Http(id.clone());
+    Some(match kind {
+        K::HttpSessionInitialized { http_session } => (http(http_session), What::HttpInitialized),
+        K::HttpSessionClosed { http_session } => (http(http_session), What::HttpClosed),
         K::HttpSessionReaped {
             http_session,
             idle_secs,
+            ..
         } => (
-            Subject::Http(http_session.clone()),
+            http(http_session),
             What::HttpReaped {
                 idle_secs: *idle_secs,
             },
         ),
+        K::HttpSessionStreamLost {
+            http_session, secs, ..
+        } => (http(http_session), What::HttpStreamLost { secs: *secs }),
+        K::StartupReaped { count, what } => (
+            Subject::Server,
+            What::StartupReaped {
+                count: *count,
+                what: what.clone(),
+            },
+        ),
+        K::ClosingAll { active } => (Subject::Server, What::ClosingAll { active: *active }),
+        _ => return None,
+    })
+}
+
+/// The SessionManager's lines about one debug session.
+fn session_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+    use LogEventKind as K;
+    let debug = |sid: &String| Subject::Debug(sid.clone());
+    Some(match kind {
         K::DebugSessionCreated { session_id, .. } => (debug(session_id), What::SessionCreated),
         K::StateChanged {
             session_id,
@@ -318,7 +413,24 @@ pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
         K::SessionStopped { session_id } => (debug(session_id), What::MarkedStopped),
         K::DebugSessionClosing { session_id, .. } => (debug(session_id), What::Closing),
         K::DebugSessionClosed { session_id } => (debug(session_id), What::Closed),
-        K::ClosingAll { active } => (Subject::Server, What::ClosingAll { active: *active }),
+        _ => return None,
+    })
+}
+
+/// Lines about a session's worker and adapter. Those whose session line order could not
+/// recover (and `Stopping proxy…`, which only ties others together) give no fact.
+fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+    use LogEventKind as K;
+    let debug = |sid: &String| Subject::Debug(sid.clone());
+    let how = |code: &Option<i32>, signal: &Option<String>| ExitHow {
+        code: *code,
+        signal: signal.clone(),
+    };
+    Some(match kind {
+        K::WorkerFinished {
+            session_id: Some(sid),
+            said,
+        } => (debug(sid), What::WorkerFinished { said: said.clone() }),
         K::ProxySpawned {
             pid,
             session_id: Some(sid),
@@ -337,10 +449,7 @@ pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
         } => (
             debug(sid),
             What::WorkerExited {
-                how: ExitHow {
-                    code: *code,
-                    signal: signal.clone(),
-                },
+                how: how(code, signal),
             },
         ),
         K::WorkerExited {
@@ -351,10 +460,7 @@ pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
         } => (
             debug(session_id),
             What::WorkerDied {
-                how: ExitHow {
-                    code: *code,
-                    signal: signal.clone(),
-                },
+                how: how(code, signal),
             },
         ),
         K::ReaperKilledOrphan {
@@ -362,20 +468,6 @@ pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
             session_id: Some(sid),
             ..
         } => (debug(sid), What::ReaperKilledWorker { pid: *pid }),
-        K::ProxyStopping { .. }
-        | K::ProxySpawned {
-            session_id: None, ..
-        }
-        | K::AdapterSpawned {
-            session_id: None, ..
-        }
-        | K::ProxyForceKilled { session_id: None }
-        | K::ProxyExited {
-            session_id: None, ..
-        }
-        | K::ReaperKilledOrphan {
-            session_id: None, ..
-        } => return None,
-    };
-    Some((subject, Fact::new(what, source, ev.at)))
+        _ => return None,
+    })
 }

@@ -36,6 +36,12 @@ pub enum FindingKind {
     OrphanedWorker,
     /// An adapter whose parent is no longer a live worker.
     LeakedAdapter,
+    /// A debuggee, launcher or watchdog whose adapter is gone (what survived of a finished
+    /// debug session's chain).
+    LeakedDebuggee,
+    /// A stdio MCP server whose host is gone: nobody holds the other end of its stdin, so no
+    /// request can ever reach it.
+    OrphanedServer,
     /// Infrastructure process burning CPU over two samples.
     Spinning,
     /// Exited but not reaped.

@@ -31,6 +31,9 @@ pub struct HttpSessionDetail {
     /// Idle time in ms, when given.
     #[ts(type = "number | null")]
     pub idle_ms: Option<u64>,
+    /// Its SSE stream was lost (newer servers reap such a session after a while).
+    #[serde(default)]
+    pub stream_lost: Option<bool>,
     /// The debug sessions it holds.
     pub debug_sessions: Vec<String>,
 }

@@ -19,12 +19,41 @@ pub enum LogEventKind {
         /// HTTP session id.
         http_session: String,
     },
-    /// `Reaping stale HTTP session <id> (idle 41s, no open streams).`
+    /// `Reaping stale HTTP session <id> (idle 41s, no open streams).` — newer servers end the
+    /// line with `; holding debug session(s) <id> (<lang>, <state>), …`.
     HttpSessionReaped {
         /// HTTP session id.
         http_session: String,
         /// Idle seconds, as logged.
         idle_secs: Option<u64>,
+        /// The debug sessions it held, when the line says (newer servers).
+        #[serde(default)]
+        holding: Vec<String>,
+    },
+    /// `Reaping HTTP session <id>: its SSE stream closed Ns ago…` (newer servers).
+    HttpSessionStreamLost {
+        /// HTTP session id.
+        http_session: String,
+        /// Seconds since the stream closed, as logged.
+        secs: Option<u64>,
+        /// The debug sessions it held, when the line says.
+        holding: Vec<String>,
+    },
+    /// `[startup-janitor] Reaped N orphan proxy worker(s) from prior runs` (0.24.2 says
+    /// `[startup]`).
+    StartupReaped {
+        /// How many.
+        count: u32,
+        /// What (`orphan proxy worker(s)`, `orphan JVM(s)`).
+        what: String,
+    },
+    /// The worker's own log says it is done: `[Worker] Shutdown sequence completed.` or
+    /// `[Worker] Already shutting down or terminated.` (in `proxy-<session>.log`).
+    WorkerFinished {
+        /// The session (from the file name).
+        session_id: Option<String>,
+        /// The line's words.
+        said: String,
     },
     /// `[SessionManager] Created new session: <name> (ID: <id>), state: created`, or `session:created`.
     DebugSessionCreated {

@@ -33,7 +33,8 @@ pub use observation::{
     ServerObservation,
 };
 pub use process::{
-    EnvMarkers, Language, Proc, ProcState, ProcessTable, Role, ScanStats, ServerInfo, ServerMode,
+    EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
+    ProcessTable, Role, ScanStats, ServerInfo, ServerMode, Stdio,
 };
 pub use sessions::{DebugSession, HttpEnd, HttpSession, SessionState};
 pub use snapshot::{

@@ -41,6 +41,9 @@ pub enum Role {
     Debuggee,
     /// js-debug's watchdog, which lives in its own session.
     Watchdog,
+    /// An MCP host: a process that spawned stdio MCP servers (opencode, Claude Code, an IDE,
+    /// MCP Inspector, or anything else).
+    Host,
     /// Related to a server (by marker or ancestry) but none of the above.
     Other,
 }
@@ -234,8 +237,156 @@ pub struct EnvMarkers {
     pub inspector_pid: Option<u32>,
     /// `NODE_OPTIONS` loads js-debug's `bootloader.js`: a js debuggee.
     pub js_bootloader: bool,
+    /// `VSCODE_INSPECTOR_OPTIONS` is set: js-debug's inspector options, inherited by what its
+    /// debuggee starts.
+    #[serde(default)]
+    pub js_inspector: bool,
+    /// An MCP host's own marker (`OPENCODE=1`, `OPENCODE_PID`, `CLAUDECODE=1`,
+    /// `CLAUDE_CODE_ENTRYPOINT`): a label, never a condition for a verdict.
+    #[serde(default)]
+    pub host: Option<HostKind>,
 }
 
+/// What an MCP host is, where a marker or its argv says so (labels only).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+    strum::Display,
+)]
+#[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
+#[ts(export)]
+pub enum HostKind {
+    /// opencode.
+    Opencode,
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Cursor.
+    Cursor,
+    /// VS Code.
+    VsCode,
+    /// MCP Inspector's proxy.
+    McpInspector,
+    /// A process that spawned stdio MCP servers and says nothing about itself.
+    Unlabelled,
+}
+
+impl HostKind {
+    /// How a person names it ("opencode host 500", "MCP host 500" when nothing says what).
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Opencode => "opencode",
+            Self::ClaudeCode => "Claude Code",
+            Self::Codex => "Codex",
+            Self::Cursor => "Cursor",
+            Self::VsCode => "VS Code",
+            Self::McpInspector => "MCP Inspector",
+            Self::Unlabelled => "MCP",
+        }
+    }
+}
+
+/// What a standard stream is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
+)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum FdKind {
+    /// A pipe (`pipe:[inode]`).
+    Pipe {
+        /// The pipe's inode: the same on both ends.
+        #[ts(type = "number")]
+        inode: u64,
+    },
+    /// A socket (Node starts its children's stdio "pipes" as Unix socket pairs).
+    Socket {
+        /// The socket's inode (each end of a pair has its own).
+        #[ts(type = "number")]
+        inode: u64,
+    },
+    /// A terminal.
+    Tty,
+    /// `/dev/null`.
+    Null,
+    /// A regular file or anything else.
+    Other,
+    /// Not open, or not readable.
+    Unknown,
+}
+
+/// The process's standard input and output (read once per identity, for candidates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct Stdio {
+    /// fd 0.
+    pub stdin: FdKind,
+    /// fd 1.
+    pub stdout: FdKind,
+}
+
+impl FdKind {
+    /// A pipe or a socket: a channel to another process.
+    pub fn is_channel(self) -> bool {
+        matches!(self, Self::Pipe { .. } | Self::Socket { .. })
+    }
+}
+
+impl Stdio {
+    /// stdin and stdout are both pipes or sockets: how a stdio MCP server talks to its host.
+    pub fn piped(&self) -> bool {
+        self.stdin.is_channel() && self.stdout.is_channel()
+    }
+
+    /// stdin, when it is a pipe or a socket.
+    pub fn stdin_channel(&self) -> Option<FdKind> {
+        self.stdin.is_channel().then_some(self.stdin)
+    }
+}
+
+/// A process in another pid namespace (a container): its pid there, and which namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct PidNs {
+    /// The pid namespace's inode (`/proc/<pid>/ns/pid`).
+    #[ts(type = "number")]
+    pub inode: u64,
+    /// Its pid inside that namespace (the last `NSpid` entry): what its own markers use.
+    pub pid: u32,
+    /// The container, from its cgroup path (docker, containerd, podman, kubepods), when one.
+    pub container: Option<String>,
+}
+
+/// Why a process counts as an MCP server (other than mcp-debugger, known by its signature).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum McpEvidence {
+    /// An argument names MCP (`@modelcontextprotocol/server-memory`, `mcp-server-time`).
+    Argv {
+        /// The argument.
+        arg: String,
+    },
+    /// The script's package says MCP (a dependency on the MCP SDK, or its name).
+    Package {
+        /// The `package.json` read.
+        file: String,
+        /// What in it says MCP.
+        says: String,
+    },
+    /// Its host (a process holding its stdin and stdout pipes) has other MCP servers.
+    HostChild,
+}
 impl EnvMarkers {
     /// True when no marker is set.
     pub fn is_empty(&self) -> bool {
@@ -296,6 +447,45 @@ pub struct Proc {
     /// For a process that just exited (a tomb, state `X`): when the exit was seen.
     #[serde(default)]
     pub exited_at: Option<DateTime<Utc>>,
+    /// Its stdin and stdout, for MCP-server candidates.
+    #[serde(default)]
+    pub stdio: Option<Stdio>,
+    /// The channel it talks to its host on: stdin, or the pipe or socket it moved its stdio to
+    /// (Python servers put `/dev/null` on fd 0 and speak on a duplicate).
+    #[serde(default)]
+    pub channel: Option<FdKind>,
+    /// For a stdio MCP server: the live pids holding the other end of its channel (empty:
+    /// nobody can ever send it a request). `None` when not checked.
+    #[serde(default)]
+    pub stdin_holders: Option<Vec<u32>>,
+    /// Why it counts as an MCP server, for one that is not mcp-debugger.
+    #[serde(default)]
+    pub mcp: Option<McpEvidence>,
+    /// The MCP host it runs under (directly or through its parents), when known; remembered
+    /// after the host is gone.
+    #[serde(default)]
+    pub host: Option<HostRef>,
+    /// Its pid namespace, when not debugtop's own (a container on this machine).
+    #[serde(default)]
+    pub ns: Option<PidNs>,
+    /// Its ptrace holder (`TracerPid`), when traced (a debugger attached to a debuggee).
+    #[serde(default)]
+    pub tracer_pid: Option<u32>,
+}
+
+/// An MCP host as its servers remember it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct HostRef {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start ticks (with the pid, its identity).
+    #[ts(type = "number")]
+    pub start_ticks: u64,
+    /// What it is.
+    pub kind: HostKind,
+    /// Its command line, short (for a label once it is gone).
+    pub label: String,
 }
 
 /// What the process table says about one mcp-debugger server.

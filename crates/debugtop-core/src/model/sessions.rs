@@ -131,6 +131,12 @@ pub struct DebugSession {
     pub adapter_pid: Option<u32>,
     /// The HTTP session holding it, when known.
     pub http_session: Option<String>,
+    /// Its worker's own log says the worker is done (the line), when it did.
+    #[serde(default)]
+    pub worker_finished: Option<Fact>,
+    /// When that line was written.
+    #[serde(default)]
+    pub worker_finished_at: Option<DateTime<Utc>>,
     /// What is known, with sources.
     pub facts: Vec<Fact>,
 }

@@ -19,6 +19,11 @@ pub enum NodeKind {
     GoneServer,
     /// A server given by URL (`--server`): `/health` only.
     RemoteServer,
+    /// An MCP host: a process that spawned stdio MCP servers.
+    Host,
+    /// A host that is gone, kept for the servers it left (or, with no pid, stdio servers whose
+    /// host debugtop never saw).
+    GoneHost,
     /// An HTTP session.
     HttpSession,
     /// A debug session.

@@ -270,6 +270,8 @@ fn forest(
         NodeKind::Server => "server".to_owned(),
         NodeKind::GoneServer => "gone server".to_owned(),
         NodeKind::RemoteServer => "remote server".to_owned(),
+        NodeKind::Host => "MCP host".to_owned(),
+        NodeKind::GoneHost => "gone MCP host".to_owned(),
         NodeKind::HttpSession => "http-session".to_owned(),
         NodeKind::DebugSession => "debug-session".to_owned(),
         NodeKind::Process => n

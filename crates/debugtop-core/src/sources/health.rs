@@ -182,6 +182,7 @@ fn detail(v: &Value) -> Option<HttpSessionDetail> {
             .and_then(Value::as_u64)
             .and_then(|n| u32::try_from(n).ok()),
         idle_ms: pick(&["idleMs", "idle_ms"]).and_then(Value::as_u64),
+        stream_lost: pick(&["streamLost", "stream_lost"]).and_then(Value::as_bool),
         debug_sessions,
     })
 }
@@ -212,6 +213,27 @@ mod tests {
         assert_eq!(d.open_streams, Some(1));
         assert_eq!(d.idle_ms, Some(1200));
         assert_eq!(d.debug_sessions, ["d-1", "d-2"]);
+    }
+
+    /// The shape upstream's main documents for its next release (PR #664), not recorded from a
+    /// released server: `details[]: {id, openStreams, streamLost, idleMs, debugSessions[{id,
+    /// name, language, state}]}`.
+    #[test]
+    fn upstream_next_release_details() {
+        let h = parse(
+            "u",
+            br#"{"status":"ok","mode":"http","connections":2,"sessions":["h-1","h-2"],
+                "details":[{"id":"h-1","openStreams":0,"streamLost":true,"idleMs":41000,
+                  "debugSessions":[{"id":"d-1","name":"py","language":"python","state":"paused"}]},
+                  {"id":"h-2","openStreams":1,"streamLost":false,"idleMs":10,"debugSessions":[]}]}"#,
+        )
+        .unwrap();
+        let d = h.details.unwrap();
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].http_session, "h-1");
+        assert_eq!(d[0].debug_sessions, ["d-1"]);
+        assert_eq!(d[0].stream_lost, Some(true));
+        assert!(d[1].debug_sessions.is_empty());
     }
 
     #[test]

@@ -58,6 +58,8 @@ impl LineParser {
     fn message(&mut self, m: &str, v: &Value) -> Option<LogEventKind> {
         structured(m, v)
             .or_else(|| http_line(m))
+            .or_else(|| self.worker_line(m))
+            .or_else(|| janitor_line(m))
             .or_else(|| session_line(m))
             .or_else(|| self.proxy_line(m))
             .or_else(|| reaper_line(m))
@@ -96,6 +98,25 @@ impl LineParser {
             });
         }
         worker_exit_line(m)
+    }
+
+    /// The worker saying it is done, in its own log.
+    fn worker_line(&self, m: &str) -> Option<LogEventKind> {
+        let done = [
+            "[Worker] Shutdown sequence completed.",
+            "[Worker] Already shutting down or terminated.",
+        ];
+        let said = done
+            .iter()
+            .find(|d| m.starts_with(**d))
+            .map(|d| (*d).to_owned())
+            .or_else(|| {
+                (m.starts_with("[Worker DRY_RUN]") && m.contains("TERMINATED")).then(|| bounded(m))
+            })?;
+        Some(LogEventKind::WorkerFinished {
+            session_id: self.file_session.clone(),
+            said,
+        })
     }
 
     /// `[AdapterManager] Spawned adapter process PID: <pid> (…)` in a proxy log.
@@ -142,6 +163,18 @@ fn http_line(m: &str) -> Option<LogEventKind> {
             http_session: session_id(id.trim())?,
         });
     }
+    if let Some(rest) = m.strip_prefix("Reaping HTTP session ") {
+        let (id, rest) = rest.split_once(':')?;
+        let secs = rest
+            .split_once("closed ")
+            .and_then(|(_, r)| r.split_once('s'))
+            .and_then(|(n, _)| n.trim().parse().ok());
+        return Some(LogEventKind::HttpSessionStreamLost {
+            http_session: session_id(id.trim())?,
+            secs,
+            holding: holding(rest),
+        });
+    }
     let rest = m.strip_prefix("Reaping stale HTTP session ")?;
     let (id, rest) = rest.split_once(' ')?;
     let idle_secs = rest
@@ -151,6 +184,50 @@ fn http_line(m: &str) -> Option<LogEventKind> {
     Some(LogEventKind::HttpSessionReaped {
         http_session: session_id(id)?,
         idle_secs,
+        holding: holding(rest),
+    })
+}
+
+/// The debug session ids of a `; holding debug session(s) <id> (<lang>, <state>), …` tail.
+fn holding(rest: &str) -> Vec<String> {
+    let Some((_, list)) = rest.split_once("holding debug session(s) ") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut word = String::new();
+    for c in list.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' | ' ' | '.' if depth == 0 => {
+                if let Some(id) = session_id(word.trim()) {
+                    out.push(id);
+                }
+                word.clear();
+            }
+            _ if depth == 0 => word.push(c),
+            _ => {}
+        }
+        if out.len() >= 64 {
+            break;
+        }
+    }
+    if let Some(id) = session_id(word.trim()) {
+        out.push(id);
+    }
+    out
+}
+
+/// `[startup-janitor] Reaped N orphan proxy worker(s) from prior runs` (0.24.2: `[startup]`).
+fn janitor_line(m: &str) -> Option<LogEventKind> {
+    let rest = m
+        .strip_prefix("[startup-janitor] Reaped ")
+        .or_else(|| m.strip_prefix("[startup] Reaped "))?;
+    let (n, what) = rest.split_once(' ')?;
+    Some(LogEventKind::StartupReaped {
+        count: n.parse().ok()?,
+        what: bounded(what.split(" from ").next().unwrap_or(what)),
     })
 }
 
@@ -273,18 +350,7 @@ fn bounded(s: &str) -> String {
     s.chars().take(200).collect()
 }
 
-/// Opens a path that came from another process's argv without letting it steer us: no symlink
-/// followed at the last component, and non-blocking, so a FIFO named as a log cannot hang the
-/// sampler (the caller checks that what opened is a regular file before reading).
-pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    Ok(File::from(fd))
-}
+pub use crate::safe_fs::open_untrusted;
 
 /// How many bytes before the offset are remembered to recognise the same file content.
 const MARK_LEN: usize = 64;
@@ -627,7 +693,8 @@ mod tests {
             [
                 LogEventKind::HttpSessionReaped {
                     http_session: "h-1".into(),
-                    idle_secs: Some(41)
+                    idle_secs: Some(41),
+                    holding: Vec::new()
                 },
                 LogEventKind::ProxyStopping {
                     session_id: "s-1".into()
@@ -652,6 +719,59 @@ mod tests {
                     session_id: Some("s-3".into())
                 },
                 LogEventKind::ClosingAll { active: 3 },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_next_release_lines_are_parsed_when_present() {
+        let ev = parse_all(
+            include_str!("testdata/next-release-lines.log"),
+            "server.log",
+        );
+        assert_eq!(
+            ev,
+            [
+                LogEventKind::HttpSessionReaped {
+                    http_session: "3f1e9a2c-7d41-4c55-9e1b-0a2b3c4d5e6f".into(),
+                    idle_secs: Some(41),
+                    holding: vec![
+                        "b85b4926-1c2d-4e5f-8a9b-0c1d2e3f4a5b".into(),
+                        "c0ffee00-1111-2222-3333-444455556666".into()
+                    ],
+                },
+                LogEventKind::HttpSessionStreamLost {
+                    http_session: "9a8b7c6d-0000-4111-8222-933344455566".into(),
+                    secs: Some(120),
+                    holding: vec!["d00dfeed-aaaa-bbbb-cccc-ddddeeeeffff".into()],
+                },
+                LogEventKind::StartupReaped {
+                    count: 2,
+                    what: "orphan proxy worker(s)".into()
+                },
+                LogEventKind::StartupReaped {
+                    count: 1,
+                    what: "orphan proxy worker(s)".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_workers_own_done_lines_name_its_session_by_file() {
+        let file = format!("/l/sessions/{SID}/run-1/proxy-{SID}.log");
+        let ev = parse_all(include_str!("testdata/worker-finished-0.24.2.log"), &file);
+        assert_eq!(
+            ev,
+            [
+                LogEventKind::WorkerFinished {
+                    session_id: Some(SID.into()),
+                    said: "[Worker] Shutdown sequence completed.".into()
+                },
+                LogEventKind::WorkerFinished {
+                    session_id: Some(SID.into()),
+                    said: "[Worker] Already shutting down or terminated.".into()
+                },
             ]
         );
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::model::{
-    from_log, Fact, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin, Observation,
+    from_log, Fact, FactSource, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin, Observation,
     SessionState, Subject, What,
 };
 
@@ -46,6 +46,10 @@ pub struct DebugRec {
     pub worker_pid: Option<u32>,
     /// The adapter its worker spawned.
     pub adapter_pid: Option<u32>,
+    /// The HTTP session that held it, when a line said so (newer servers' reap lines).
+    pub http_session: Option<String>,
+    /// When and how its worker's own log said it was done.
+    pub worker_finished: Option<(DateTime<Utc>, Fact)>,
     /// Facts, oldest first.
     pub facts: Vec<Fact>,
 }
@@ -123,18 +127,66 @@ impl ServerKnowledge {
                 Subject::Server => {}
             }
         }
-        // What only the structured fields carry: the name and language of a new session.
-        if let LogEventKind::DebugSessionCreated {
-            session_id,
-            name,
-            language,
-        } = &ev.kind
-        {
-            let r = self.debug.entry(session_id.clone()).or_default();
-            r.name = r.name.take().or_else(|| name.clone());
-            r.language = r
-                .language
-                .or_else(|| language.as_deref().and_then(Language::from_server_name));
+        // What only the structured fields carry: the name and language of a new session, and
+        // the debug sessions a reaped HTTP session held.
+        match &ev.kind {
+            LogEventKind::DebugSessionCreated {
+                session_id,
+                name,
+                language,
+            } => {
+                let r = self.debug.entry(session_id.clone()).or_default();
+                r.name = r.name.take().or_else(|| name.clone());
+                r.language = r
+                    .language
+                    .or_else(|| language.as_deref().and_then(Language::from_server_name));
+            }
+            LogEventKind::HttpSessionReaped {
+                http_session,
+                holding,
+                ..
+            } => self.ended_with_http(http_session, HttpEnd::Reaped, holding, ev, at),
+            LogEventKind::HttpSessionStreamLost {
+                http_session,
+                holding,
+                ..
+            } => self.ended_with_http(http_session, HttpEnd::StreamLost, holding, ev, at),
+            _ => {}
+        }
+    }
+
+    /// The server's own reap line names the debug sessions the HTTP session held: they end
+    /// with it (the line is their end's witness).
+    fn ended_with_http(
+        &mut self,
+        http: &str,
+        how: HttpEnd,
+        held: &[String],
+        ev: &LogEvent,
+        at: DateTime<Utc>,
+    ) {
+        if ev.origin != LogOrigin::Server {
+            return;
+        }
+        for sid in held {
+            let fact = Fact::new(
+                What::EndedWithHttp {
+                    http_session: http.to_owned(),
+                    how,
+                },
+                FactSource::Log {
+                    file: ev.file.clone(),
+                    line: ev.line,
+                },
+                ev.at,
+            );
+            let r = self.debug.entry(sid.clone()).or_default();
+            r.http_session = Some(http.to_owned());
+            if r.ended.is_none() {
+                r.ended = Some(at);
+                r.ended_by = Some(fact.clone());
+            }
+            push_bounded(&mut r.facts, fact);
         }
     }
 
@@ -142,6 +194,7 @@ impl ServerKnowledge {
         let r = self.http.entry(id).or_default();
         match fact.what {
             What::HttpReaped { .. } => r.ended = Some((HttpEnd::Reaped, at)),
+            What::HttpStreamLost { .. } => r.ended = Some((HttpEnd::StreamLost, at)),
             What::HttpClosed if r.ended.is_none() => r.ended = Some((HttpEnd::Closed, at)),
             _ => {}
         }
@@ -164,6 +217,9 @@ impl ServerKnowledge {
             }
             What::WorkerSpawned { pid } => r.worker_pid = Some(*pid),
             What::AdapterSpawned { pid } => r.adapter_pid = Some(*pid),
+            What::WorkerFinished { .. } if r.worker_finished.is_none() => {
+                r.worker_finished = Some((at, fact.clone()));
+            }
             _ => {}
         }
         // A session's first fact ("created") is its birth; don't repeat it.
@@ -211,7 +267,7 @@ fn push_bounded(facts: &mut Vec<Fact>, fact: Fact) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{FactSource, LogEventKind as K};
+    use crate::model::LogEventKind as K;
 
     fn ev(line: u64, origin: LogOrigin, kind: K) -> LogEvent {
         LogEvent {
@@ -292,6 +348,7 @@ mod tests {
                 K::HttpSessionReaped {
                     http_session: "h-1".into(),
                     idle_secs: Some(41),
+                    holding: Vec::new(),
                 },
             ),
             (

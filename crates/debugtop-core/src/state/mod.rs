@@ -100,6 +100,11 @@ impl State {
         &self.live
     }
 
+    /// Conditions seen at the last step but not yet confirmed.
+    pub fn pending(&self) -> usize {
+        self.evaluator.pending()
+    }
+
     fn snapshot(
         &self,
         world: &World,

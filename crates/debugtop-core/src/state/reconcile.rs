@@ -62,7 +62,8 @@ impl World {
 pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
     let mut procs = obs.table.procs.clone();
     procs.extend(tombs);
-    let (by_server, gone) = group_by_server(&obs.table.servers, &procs);
+    let stdio = stdio_servers(&obs.table.servers, &procs);
+    let (by_server, gone) = group_by_server(&obs.table.servers, &procs, &stdio);
     let mut w = World {
         at: obs.at,
         servers: obs.table.servers.clone(),
@@ -88,19 +89,128 @@ pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
     for r in &obs.remote {
         remote_server(&mut w, &r.url, &r.health);
     }
+    host_trees(&mut w, &procs, &stdio);
     w.procs = procs;
     w
+}
+
+/// Stdio MCP servers that are not mcp-debugger (their own `server_pid`, not a live
+/// mcp-debugger server's): what runs under them belongs to them, not to a gone debug server.
+fn stdio_servers(servers: &[ServerInfo], procs: &[Proc]) -> BTreeSet<u32> {
+    procs
+        .iter()
+        .filter(|p| p.role == Role::Server && p.mcp.is_some())
+        .filter(|p| !servers.iter().any(|s| s.pid == p.pid))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Hosts and what they started: each live host's mcp-debugger servers (moved under it) and
+/// other stdio servers with what they started; servers whose host is gone under a node for the
+/// gone host.
+fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
+    let live_hosts: Vec<&Proc> = procs
+        .iter()
+        .filter(|p| p.role == Role::Host && p.exited_at.is_none())
+        .collect();
+    let host_of = |p: &Proc| p.host.as_ref().map(|h| (h.pid, h.start_ticks));
+    let mut groups: BTreeMap<Option<(u32, u64)>, Vec<TreeNode>> = BTreeMap::new();
+    // mcp-debugger servers with a host: their whole server node moves under it.
+    let mut top = Vec::new();
+    for node in std::mem::take(&mut w.tree) {
+        let host = (node.kind == NodeKind::Server)
+            .then(|| node.pid.and_then(|pid| procs.iter().find(|p| p.pid == pid)))
+            .flatten()
+            .and_then(host_of);
+        match host {
+            Some(h) => groups.entry(Some(h)).or_default().push(node),
+            None => top.push(node),
+        }
+    }
+    for &sp in stdio {
+        let Some(server) = procs.iter().find(|p| p.pid == sp) else {
+            continue;
+        };
+        let mine: Vec<&Proc> = procs
+            .iter()
+            .filter(|p| p.pid == sp || p.server_pid == Some(sp))
+            .collect();
+        groups
+            .entry(host_of(server))
+            .or_default()
+            .extend(process_forest(&mine));
+    }
+    for h in &live_hosts {
+        let mut node = host_node(h.pid, &h.argv.join(" "), h.markers.host);
+        node.role = Some(Role::Host);
+        node.state = Some(h.state);
+        node.children = groups
+            .remove(&Some((h.pid, h.start_ticks)))
+            .unwrap_or_default();
+        w.tree.push(node);
+    }
+    for (key, children) in groups {
+        let mut node = gone_host_node(key, procs);
+        node.children = children;
+        w.tree.push(node);
+    }
+    w.tree.extend(top);
+}
+
+/// The node for a host that is gone, named as its servers remember it.
+fn gone_host_node(key: Option<(u32, u64)>, procs: &[Proc]) -> TreeNode {
+    let remembered = key.and_then(|(pid, ticks)| {
+        procs.iter().find_map(|p| {
+            p.host
+                .as_ref()
+                .filter(|h| h.pid == pid && h.start_ticks == ticks)
+        })
+    });
+    let mut node = match remembered {
+        Some(h) => TreeNode::new(
+            format!("gone-host:{}.{}", h.pid, h.start_ticks),
+            NodeKind::GoneHost,
+            format!("{} host {} (gone): {}", h.kind.title(), h.pid, h.label),
+        ),
+        None => TreeNode::new(
+            "gone-host:unknown".into(),
+            NodeKind::GoneHost,
+            "stdio MCP servers whose host debugtop never saw".into(),
+        ),
+    };
+    node.pid = remembered.map(|h| h.pid);
+    node
+}
+
+fn host_node(pid: u32, argv: &str, kind: Option<crate::model::HostKind>) -> TreeNode {
+    let what = kind.unwrap_or(crate::model::HostKind::Unlabelled).title();
+    let mut node = TreeNode::new(
+        format!("host:{pid}"),
+        NodeKind::Host,
+        format!(
+            "{what} host: {}",
+            argv.chars().take(120).collect::<String>()
+        ),
+    );
+    node.pid = Some(pid);
+    node
 }
 
 type ByServer<'a> = BTreeMap<u32, Vec<&'a Proc>>;
 
 /// Processes by the server they belong to; a server is "the same" only if it started no later
 /// than the process that names it. The rest belong to gone servers.
-fn group_by_server<'a>(servers: &[ServerInfo], procs: &'a [Proc]) -> (ByServer<'a>, ByServer<'a>) {
+fn group_by_server<'a>(
+    servers: &[ServerInfo],
+    procs: &'a [Proc],
+    stdio: &BTreeSet<u32>,
+) -> (ByServer<'a>, ByServer<'a>) {
     let mut by_server: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
     let mut gone: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
     for p in procs {
-        let Some(sp) = p.server_pid else { continue };
+        let Some(sp) = p.server_pid.filter(|sp| !stdio.contains(sp)) else {
+            continue;
+        };
         match servers.iter().find(|s| s.pid == sp) {
             Some(s) if s.start_time <= p.start_time => by_server.entry(sp).or_default().push(p),
             _ => gone.entry(sp).or_default().push(p),
@@ -167,7 +277,17 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Proc])
     );
     node.pid = Some(s.pid);
     node.role = Some(Role::Server);
-    node.state = mine.iter().find(|p| p.pid == s.pid).map(|p| p.state);
+    let me = mine.iter().find(|p| p.pid == s.pid);
+    node.state = me.map(|p| p.state);
+    if let Some(ns) = me.and_then(|p| p.ns.as_ref()) {
+        node.facts.push(Fact::table(What::InContainer {
+            container: ns
+                .container
+                .clone()
+                .unwrap_or_else(|| format!("pid-ns:{}", ns.inode)),
+            inner_pid: ns.pid,
+        }));
+    }
     node.facts.push(Fact::new(
         What::ServerMode {
             pid: s.pid,
@@ -331,7 +451,9 @@ fn debug_session(server: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Proc]) ->
         ended_by: rec.and_then(|r| r.ended_by.clone()),
         worker_pid: worker,
         adapter_pid: adapter,
-        http_session: None,
+        http_session: rec.and_then(|r| r.http_session.clone()),
+        worker_finished: rec.and_then(|r| r.worker_finished.as_ref().map(|(_, f)| f.clone())),
+        worker_finished_at: rec.and_then(|r| r.worker_finished.as_ref().map(|(at, _)| *at)),
         facts: rec.map(|r| r.facts.clone()).unwrap_or_default(),
     }
 }
@@ -447,6 +569,18 @@ fn proc_node(p: &Proc, children: &BTreeMap<u32, Vec<&Proc>>, depth: usize) -> Tr
             from: old,
             to: p.ppid,
         }));
+    }
+    if let Some(ns) = &p.ns {
+        n.facts.push(Fact::table(What::InContainer {
+            container: ns
+                .container
+                .clone()
+                .unwrap_or_else(|| format!("pid-ns:{}", ns.inode)),
+            inner_pid: ns.pid,
+        }));
+    }
+    if let Some(t) = p.tracer_pid {
+        n.facts.push(Fact::table(What::TracedBy { pid: t }));
     }
     if depth < 64 {
         let mut kids = children.get(&p.pid).cloned().unwrap_or_default();
@@ -621,6 +755,7 @@ mod tests {
                 http_session: "h-1".into(),
                 open_streams: Some(1),
                 idle_ms: Some(10),
+                stream_lost: None,
                 debug_sessions: vec!["s-1".into()],
             }]);
         }

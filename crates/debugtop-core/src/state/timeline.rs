@@ -134,7 +134,7 @@ impl Timeline {
             }
             let at = exit_at.get(&id).copied().unwrap_or(now);
             if p.state != ProcState::Zombie {
-                let text = format!("{} {} exited", p.role, p.pid);
+                let text = format!("{} {} exited{}", p.role, p.pid, survivors(&p, procs));
                 out.push(about(
                     &p,
                     TimelineEvent::new(at, TimelineKind::ProcessExited, text),
@@ -292,6 +292,28 @@ impl Timeline {
         }
         self.findings = current.into_iter().map(|(k, f)| (k, f.clone())).collect();
         out
+    }
+}
+
+/// For a host that exited: what still runs of what it started (its servers remember it).
+fn survivors(gone: &Proc, procs: &[Proc]) -> String {
+    if gone.role != crate::model::Role::Host {
+        return String::new();
+    }
+    let left: Vec<String> = procs
+        .iter()
+        .filter(|p| {
+            p.state.is_alive()
+                && p.host
+                    .as_ref()
+                    .is_some_and(|h| h.pid == gone.pid && h.start_ticks == gone.start_ticks)
+        })
+        .map(|p| format!("{} {}", p.role, p.pid))
+        .collect();
+    if left.is_empty() {
+        String::new()
+    } else {
+        format!("; still running of what it started: {}", left.join(", "))
     }
 }
 

@@ -57,6 +57,14 @@ adapter_pid: number | null,
  */
 http_session: string | null, 
 /**
+ * Its worker's own log says the worker is done (the line), when it did.
+ */
+worker_finished: Fact | null, 
+/**
+ * When that line was written.
+ */
+worker_finished_at: string | null, 
+/**
  * What is known, with sources.
  */
 facts: Array<Fact>, };

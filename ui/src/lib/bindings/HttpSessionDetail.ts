@@ -17,6 +17,10 @@ open_streams: number | null,
  */
 idle_ms: number | null, 
 /**
+ * Its SSE stream was lost (newer servers reap such a session after a while).
+ */
+stream_lost: boolean | null, 
+/**
  * The debug sessions it holds.
  */
 debug_sessions: Array<string>, };

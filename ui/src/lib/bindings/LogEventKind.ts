@@ -19,7 +19,39 @@ http_session: string,
 /**
  * Idle seconds, as logged.
  */
-idle_secs: bigint | null, } | { "type": "debug-session-created", 
+idle_secs: bigint | null, 
+/**
+ * The debug sessions it held, when the line says (newer servers).
+ */
+holding: Array<string>, } | { "type": "http-session-stream-lost", 
+/**
+ * HTTP session id.
+ */
+http_session: string, 
+/**
+ * Seconds since the stream closed, as logged.
+ */
+secs: bigint | null, 
+/**
+ * The debug sessions it held, when the line says.
+ */
+holding: Array<string>, } | { "type": "startup-reaped", 
+/**
+ * How many.
+ */
+count: number, 
+/**
+ * What (`orphan proxy worker(s)`, `orphan JVM(s)`).
+ */
+what: string, } | { "type": "worker-finished", 
+/**
+ * The session (from the file name).
+ */
+session_id: string | null, 
+/**
+ * The line's words.
+ */
+said: string, } | { "type": "debug-session-created", 
 /**
  * Debug session id.
  */

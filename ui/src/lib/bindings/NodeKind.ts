@@ -3,4 +3,4 @@
 /**
  * What a tree node stands for.
  */
-export type NodeKind = "server" | "gone-server" | "remote-server" | "http-session" | "debug-session" | "process";
+export type NodeKind = "server" | "gone-server" | "remote-server" | "host" | "gone-host" | "http-session" | "debug-session" | "process";

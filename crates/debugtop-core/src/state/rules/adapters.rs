@@ -25,6 +25,12 @@ pub fn leaked_adapter(ctx: &Ctx<'_>) -> Vec<Candidate> {
         if let Some(old) = p.remembered_ppid {
             f.evidence.push(format!("it was started under pid {old}"));
         }
+        if p.pgid != p.pid && ctx.world.proc(p.pgid).is_none() {
+            f.evidence.push(format!(
+                "the leader of its process group {} (its worker, upstream #343) is gone",
+                p.pgid
+            ));
+        }
         if let Some(m) = p.markers.main_pid {
             let state = if ctx.world.server(m).is_some() {
                 "a live server"

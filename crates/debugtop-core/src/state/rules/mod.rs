@@ -11,6 +11,8 @@
 //! in [`RULES`], with a positive and a near-miss negative unit test.
 
 mod adapters;
+mod chain;
+mod hosts;
 mod processes;
 mod servers;
 mod sessions;
@@ -68,6 +70,9 @@ pub struct Candidate {
     pub evidence_at: Option<DateTime<Utc>>,
     /// Needs two consecutive samples whatever the mode (spinning).
     pub two_samples: bool,
+    /// Must hold for the grace whatever the mode: what it describes also happens, briefly, in
+    /// a healthy run (a stdio server that just lost its host exits on EOF within seconds).
+    pub hold_grace: bool,
 }
 
 impl Candidate {
@@ -77,6 +82,7 @@ impl Candidate {
             finding,
             evidence_at: None,
             two_samples: false,
+            hold_grace: false,
         }
     }
 
@@ -166,6 +172,8 @@ pub const RULES: &[(FindingKind, Rule)] = &[
     (FindingKind::OrphanedWorker, workers::orphaned_worker),
     (FindingKind::LeakedWorker, workers::leaked_worker),
     (FindingKind::LeakedAdapter, adapters::leaked_adapter),
+    (FindingKind::LeakedDebuggee, chain::leaked_debuggee),
+    (FindingKind::OrphanedServer, hosts::orphaned_server),
     (FindingKind::Spinning, processes::spinning),
     (FindingKind::Zombie, processes::zombie),
     (FindingKind::Stopped, processes::stopped),
@@ -184,6 +192,7 @@ pub const RULES: &[(FindingKind, Rule)] = &[
 pub struct Evaluator {
     config: VerdictConfig,
     first_seen: BTreeMap<FindingId, DateTime<Utc>>,
+    pending: usize,
 }
 
 impl Evaluator {
@@ -192,7 +201,14 @@ impl Evaluator {
         Self {
             config,
             first_seen: BTreeMap::new(),
+            pending: 0,
         }
+    }
+
+    /// Conditions seen but not yet confirmed at the last evaluation (an audit samples on
+    /// while some are waiting for their grace).
+    pub fn pending(&self) -> usize {
+        self.pending
     }
 
     /// The settings.
@@ -211,6 +227,7 @@ impl Evaluator {
         let now = world.at;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
+        self.pending = 0;
         for c in candidates {
             let first = self.first_seen.get(&c.finding.id).copied();
             seen.insert(c.finding.id.clone(), first.unwrap_or(now));
@@ -218,6 +235,8 @@ impl Evaluator {
                 let mut f = c.finding;
                 f.since = c.evidence_at.unwrap_or(first.unwrap_or(now)).min(f.since);
                 out.push(f);
+            } else {
+                self.pending += 1;
             }
         }
         self.first_seen = seen;
@@ -232,6 +251,9 @@ impl Evaluator {
         let seen_before = first.is_some();
         if c.two_samples {
             return seen_before;
+        }
+        if c.hold_grace {
+            return first.is_some_and(|f| now - f >= grace);
         }
         if let Some(at) = c.evidence_at {
             return now - at >= grace && (self.config.mode == Mode::Live || seen_before);

@@ -82,7 +82,9 @@ pub fn stopped(ctx: &Ctx<'_>) -> Vec<Candidate> {
         .procs()
         .filter(|p| matches!(p.state, ProcState::Stopped | ProcState::TracingStop))
     {
-        let sev = if p.role == Role::Server {
+        // A stopped mcp-debugger server answers nothing; another stopped MCP server only
+        // keeps its own host waiting.
+        let sev = if ctx.world.server(p.pid).is_some() {
             Severity::Critical
         } else {
             Severity::Warning

@@ -120,7 +120,13 @@ fn leaked_worker_after_its_session_ended_and_not_within_the_grace() {
     assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
     assert_eq!(f[0].since, at(10));
     assert!(
-        f[0].evidence[0].contains("still alive 14 s after its session ended: marked as STOPPED/TERMINATED (server.log:212)"),
+        f[0].evidence[0].contains("still alive 14 s after its session ended"),
+        "{:?}",
+        f[0].evidence
+    );
+    assert!(
+        f[0].evidence.iter().any(|e| e
+            == "witness: the server's log ended the session: marked as STOPPED/TERMINATED (server.log:212)"),
         "{:?}",
         f[0].evidence
     );
@@ -146,16 +152,12 @@ fn leaked_worker_the_server_never_created_even_with_its_own_proxy_log() {
     };
     let f = held(seed);
     assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+    let e = f[0].evidence.join("\n");
     assert!(
-        f[0].evidence[0].contains("never created session s-9"),
-        "{:?}",
-        f[0].evidence
+        e.contains("witness: that server's logs (read from their start) never created session s-9"),
+        "{e}"
     );
-    assert!(
-        f[0].evidence[1].contains("not the server 100"),
-        "{:?}",
-        f[0].evidence
-    );
+    assert!(e.contains("not the server 100"), "{e}");
     // Near miss: nothing of the server's own logs was read — its silence proves nothing.
     let f = held(|t| {
         let mut o = Obs::at(t)
@@ -364,4 +366,327 @@ fn audit_mode_confirms_in_two_samples_and_a_cleared_condition_resets() {
         run_with(live, [orphan(0), Obs::at(3).build(), orphan(6)]).is_empty(),
         "a condition that clears starts over"
     );
+}
+
+fn healthy_health(
+    sessions: &[&str],
+    details: Option<Vec<(&str, &[&str])>>,
+) -> crate::model::Health {
+    crate::model::Health {
+        status: "ok".into(),
+        mode: Some("http".into()),
+        connections: Some(1),
+        sessions: sessions.iter().map(|s| (*s).to_owned()).collect(),
+        details: details.map(|d| {
+            d.into_iter()
+                .map(|(h, ds)| crate::model::HttpSessionDetail {
+                    http_session: h.into(),
+                    open_streams: Some(0),
+                    idle_ms: Some(10),
+                    stream_lost: None,
+                    debug_sessions: ds.iter().map(|x| (*x).to_owned()).collect(),
+                })
+                .collect()
+        }),
+    }
+}
+
+#[test]
+fn leaked_worker_when_health_lists_no_http_session_not_while_one_is_listed() {
+    let obs = |t: i64, sessions: &[&str]| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .proc(worker(200, "s-1").build())
+            .health(Ok(healthy_health(sessions, None)))
+            .build()
+    };
+    let f = run([obs(0, &[]), obs(6, &[])]);
+    assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("witness: the server's /health lists no HTTP session at all")),
+        "{:?}",
+        f[0].evidence
+    );
+    assert!(
+        run([obs(0, &["h-1"]), obs(6, &["h-1"])]).is_empty(),
+        "a listed HTTP session may hold it"
+    );
+    assert!(
+        run([obs(0, &[]), obs(5, &[])]).is_empty(),
+        "within the grace: a close in progress"
+    );
+}
+
+#[test]
+fn leaked_worker_when_health_details_hold_other_sessions_only() {
+    let obs = |t: i64, held: &'static [&'static str]| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .proc(worker(200, "s-1").build())
+            .health(Ok(healthy_health(&["h-1"], Some(vec![("h-1", held)]))))
+            .build()
+    };
+    let f = run([obs(0, &["s-2"]), obs(6, &["s-2"])]);
+    assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("none holding session s-1")),
+        "{:?}",
+        f[0].evidence
+    );
+    assert!(
+        run([obs(0, &["s-1"]), obs(6, &["s-1"])]).is_empty(),
+        "held by a live HTTP session"
+    );
+}
+
+#[test]
+fn leaked_worker_its_own_log_says_done_and_the_reap_line_names_its_session() {
+    let done = |t: i64| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .proc(worker(200, "s-1").build())
+            .log(
+                9,
+                10,
+                LogOrigin::Proxy,
+                K::WorkerFinished {
+                    session_id: Some("s-1".into()),
+                    said: "[Worker] Shutdown sequence completed.".into(),
+                },
+            )
+            .build()
+    };
+    assert!(
+        run([done(10), done(15)]).is_empty(),
+        "it may still be exiting"
+    );
+    let f = run([done(10), done(17)]);
+    assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("the worker's own log says it is done")),
+        "{:?}",
+        f[0].evidence
+    );
+    let reaped = |t: i64| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .proc(worker(200, "s-1").build())
+            .log(
+                7,
+                10,
+                LogOrigin::Server,
+                K::HttpSessionReaped {
+                    http_session: "h-1".into(),
+                    idle_secs: Some(41),
+                    holding: vec!["s-1".into()],
+                },
+            )
+            .build()
+    };
+    let f = run([reaped(10), reaped(17)]);
+    assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+    assert!(
+        f[0].evidence
+            .iter()
+            .any(|e| e.contains("ended with HTTP session h-1 (reaped)")),
+        "{:?}",
+        f[0].evidence
+    );
+}
+
+#[test]
+fn a_lone_debuggee_whose_adapter_died_is_leaked_with_its_group() {
+    let lone = |t: i64| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .log(
+                5,
+                -5,
+                LogOrigin::Server,
+                K::SessionStopped {
+                    session_id: "s-1".into(),
+                },
+            )
+            .proc(
+                P::new(301, Role::Debuggee)
+                    .ppid(1)
+                    .group(300, 300)
+                    .main_pid(100)
+                    .bootloader()
+                    .session("s-1")
+                    .build(),
+            )
+            .proc(
+                P::new(302, Role::Watchdog)
+                    .ppid(1)
+                    .inspector(301)
+                    .session("s-1")
+                    .build(),
+            )
+            .build()
+    };
+    let f = held(lone);
+    assert_eq!(
+        kinds(&f),
+        [FindingKind::LeakedDebuggee],
+        "the watchdog is in the debuggee's plan, not a finding of its own"
+    );
+    let e = f[0].evidence.join("\n");
+    for says in [
+        "runs on without its adapter: its parent is pid 1",
+        "the leader of its process group 300 is gone",
+        "MCP_DEBUGGER_MAIN_PID=100 (a live server)",
+        "js-debug's bootloader",
+        "its session ended: marked as STOPPED/TERMINATED",
+    ] {
+        assert!(e.contains(says), "{says:?} missing from {e}");
+    }
+    let planned: Vec<u32> = f[0]
+        .plan
+        .as_ref()
+        .map(|p| p.targets.iter().map(|t| t.pid).collect())
+        .unwrap_or_default();
+    assert!(
+        planned.contains(&301) && planned.contains(&302),
+        "{planned:?}"
+    );
+}
+
+#[test]
+fn near_misses_of_a_leaked_debuggee() {
+    // Under a live adapter: the adapter answers for it.
+    let f = held(|t| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .proc(worker(200, "s-1").build())
+            .proc(P::new(300, Role::Adapter).ppid(200).session("s-1").build())
+            .proc(
+                P::new(301, Role::Debuggee)
+                    .ppid(300)
+                    .group(300, 300)
+                    .main_pid(100)
+                    .bootloader()
+                    .session("s-1")
+                    .build(),
+            )
+            .build()
+    });
+    assert!(f.is_empty(), "{f:#?}");
+    // A node process with js-debug's bootloader but nothing tying it to mcp-debugger (VS
+    // Code's auto-attach in a terminal): not ours.
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(
+                P::new(400, Role::Debuggee)
+                    .ppid(1)
+                    .bootloader()
+                    .server(None)
+                    .build(),
+            )
+            .build()
+    });
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+fn stdio_server(pid: u32) -> P {
+    P::new(pid, Role::Server)
+        .ppid(1)
+        .argv("node /n/@modelcontextprotocol/server-memory/dist/index.js")
+        .mcp(crate::model::McpEvidence::Argv {
+            arg: "/n/@modelcontextprotocol/server-memory/dist/index.js".into(),
+        })
+        .piped(77)
+}
+
+#[test]
+fn orphaned_server_nobody_can_write_to_its_host_gone() {
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(stdio_server(600).holders(&[]).host(500, 5000).build())
+            .proc(P::new(601, Role::Other).ppid(600).server(Some(600)).build())
+            .build()
+    });
+    assert_eq!(kinds(&f), [FindingKind::OrphanedServer]);
+    let e = f[0].evidence.join("\n");
+    assert!(
+        e.contains("no process holds the writing end of its stdio pipe (pipe:[77])"),
+        "{e}"
+    );
+    assert!(e.contains("its MCP host 500 (host500) is gone"), "{e}");
+    assert!(
+        e.contains("its command line names /n/@modelcontextprotocol/server-memory"),
+        "{e}"
+    );
+    assert!(e.contains("still running under it: 601"), "{e}");
+    let planned: Vec<u32> = f[0]
+        .plan
+        .as_ref()
+        .map(|p| p.targets.iter().map(|t| t.pid).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        planned,
+        [601, 600],
+        "what it started first, then the server"
+    );
+}
+
+#[test]
+fn near_misses_of_an_orphaned_server() {
+    // Its host is alive and writes to it.
+    let host = P::new(500, Role::Host).build();
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(host.clone())
+            .proc(
+                stdio_server(600)
+                    .ppid(500)
+                    .holders(&[500])
+                    .host(500, 5000)
+                    .build(),
+            )
+            .build()
+    });
+    assert!(f.is_empty(), "{f:#?}");
+    // A supervisor still holds its pipes (its host is gone, but someone can write to it).
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(stdio_server(600).holders(&[42]).build())
+            .build()
+    });
+    assert!(f.is_empty(), "{f:#?}");
+    // A daemon under init with stdin /dev/null.
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(stdio_server(600).stdin_null().build())
+            .build()
+    });
+    assert!(f.is_empty(), "{f:#?}");
+    // A dead pipe but nothing says it is an MCP server.
+    let mut plain = P::new(600, Role::Server)
+        .ppid(1)
+        .piped(77)
+        .holders(&[])
+        .build();
+    plain.server_pid = Some(600);
+    let f = held(|t| Obs::at(t).proc(plain.clone()).build());
+    assert!(f.is_empty(), "{f:#?}");
+}
+
+#[test]
+fn a_stopped_stdio_server_is_a_warning_not_critical() {
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(P::new(500, Role::Host).build())
+            .proc(
+                stdio_server(600)
+                    .ppid(500)
+                    .holders(&[500])
+                    .host(500, 5000)
+                    .state(ProcState::Stopped)
+                    .build(),
+            )
+            .build()
+    });
+    assert_eq!(kinds(&f), [FindingKind::Stopped]);
+    assert_eq!(f[0].severity, Severity::Warning);
 }

@@ -1,0 +1,113 @@
+//! Stdio MCP servers whose host is gone.
+
+use super::{about, Candidate, Ctx};
+use crate::model::{FdKind, FindingKind, McpEvidence, Proc, Role, Severity};
+
+/// A live stdio MCP server nobody can write to any more: no process holds the writing end of
+/// its stdin pipe, and its host (if debugtop saw one) is gone. Well-behaved servers exit on
+/// stdin EOF within seconds; the grace leaves them that time.
+pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for p in ctx
+        .procs()
+        .filter(|p| p.role == Role::Server && p.state.is_alive())
+    {
+        let Some(channel) = p.channel else {
+            continue;
+        };
+        if !p.stdin_holders.as_ref().is_some_and(Vec::is_empty) {
+            continue;
+        }
+        let mcp_debugger = ctx.world.server(p.pid).is_some();
+        if p.mcp.is_none() && !mcp_debugger {
+            continue;
+        }
+        if host_alive(ctx, p) {
+            continue;
+        }
+        let mut f = about(
+            FindingKind::OrphanedServer,
+            Severity::Critical,
+            p,
+            ctx.now(),
+        );
+        f.server_pid = Some(p.pid);
+        f.evidence = evidence(ctx, p, channel, mcp_debugger);
+        f.suggested_action = format!(
+            "kill MCP server {}, its process group and what it started: nothing can reach it",
+            p.pid
+        );
+        f.plan = Some(ctx.plan(&[p.pid], false));
+        out.push(Candidate {
+            hold_grace: true,
+            ..Candidate::new(f)
+        });
+    }
+    out
+}
+
+/// Its remembered host is alive, the same process, and still its parent.
+fn host_alive(ctx: &Ctx<'_>, p: &Proc) -> bool {
+    p.host.as_ref().is_some_and(|h| {
+        h.pid == p.ppid
+            && ctx
+                .world
+                .proc(h.pid)
+                .is_some_and(|q| q.start_ticks == h.start_ticks && q.state.is_alive())
+    })
+}
+
+fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec<String> {
+    let name: String = p.argv.join(" ").chars().take(100).collect();
+    let end = match channel {
+        FdKind::Pipe { inode } => format!("the writing end of its stdio pipe (pipe:[{inode}])"),
+        FdKind::Socket { inode } => format!("the other end of its stdio socket (socket:[{inode}])"),
+        _ => "the other end of its stdio".to_owned(),
+    };
+    let mut e = vec![format!(
+        "stdio MCP server {} ({name}): no process holds {end}, so no request can ever reach it",
+        p.pid
+    )];
+    e.push(match &p.host {
+        Some(h) => format!(
+            "its {} host {} ({}) is gone; its parent is now pid {}",
+            h.kind.title(),
+            h.pid,
+            h.label,
+            p.ppid
+        ),
+        None => format!(
+            "its parent is pid {}{}, which does not write to it",
+            p.ppid,
+            if p.ppid == 1 {
+                " (init: it was re-parented)"
+            } else {
+                ""
+            }
+        ),
+    });
+    e.push(match (&p.mcp, mcp_debugger) {
+        (_, true) => "it is an mcp-debugger server in stdio mode".into(),
+        (Some(McpEvidence::Argv { arg }), _) => {
+            format!("it is an MCP server: its command line names {arg}")
+        }
+        (Some(McpEvidence::Package { file, says }), _) => {
+            format!("it is an MCP server: {file} — {says}")
+        }
+        (Some(McpEvidence::HostChild), _) | (None, false) => {
+            "it is an MCP server: its host talked to it over stdin and stdout".into()
+        }
+    });
+    if p.stdio.is_some_and(|x| x.stdout.is_channel()) {
+        e.push("its stdout leads to the gone host too: what it answers goes nowhere".into());
+    }
+    let kids: Vec<String> = ctx
+        .procs()
+        .filter(|q| q.ppid == p.pid && q.state.is_alive())
+        .map(|q| q.pid.to_string())
+        .collect();
+    if !kids.is_empty() {
+        e.push(format!("still running under it: {}", kids.join(", ")));
+    }
+    e
+}

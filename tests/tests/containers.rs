@@ -1,0 +1,272 @@
+//! A real mcp-debugger server in its own pid namespace (as in a dev container), seen from the
+//! host: its workers' markers hold pids of the namespace, and a host process deliberately holds
+//! the server's in-namespace pid number (another real server, so a join by raw pid number would
+//! give a wrong verdict). Healthy: no finding at any tick, the workers under their server. Then
+//! the server is SIGKILLed inside: the orphans are found, with host pids in their plans.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::collections::BTreeSet;
+use std::process::Command;
+use std::time::Duration;
+
+use debugtop_core::actions::kill;
+use debugtop_core::model::{FindingKind, NodeKind, Role, TreeNode, Update};
+use debugtop_e2e::mcp::{package_dir, Client, Server};
+use debugtop_e2e::procs::{descendants, signal_if_same, state_of};
+use debugtop_e2e::{fixture, render, start_ticks, tick_until, wait_for, Spawned, TreeGuard};
+use nix::sys::signal::Signal;
+
+/// `unshare --pid --fork --mount-proc` works here (root, namespaces enabled).
+fn namespaces_available() -> Result<(), String> {
+    let out = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+/// The server in its namespace: the `unshare` process, the server's pids (inside, on the host).
+struct Contained {
+    // Dropped first: the namespace's init (sh) is the unshare's child only while unshare lives.
+    _guard: TreeGuard,
+    unshare: Spawned,
+    inner_pid: u32,
+    host_pid: u32,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Contained {
+    /// Starts `unshare --pid --fork --mount-proc sh -c '… node cli.mjs http … &'` with the
+    /// shell as the namespace's init, reaping forever as tini would (when a namespace's init
+    /// exits, the kernel kills everything in it); asks the namespace's kernel for `want_inner`
+    /// as the server's pid there (`ns_last_pid`).
+    fn start(want_inner: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = debugtop_e2e::mcp::free_port();
+        let log = dir.path().join("server.log");
+        let script = "echo $(($1 - 1)) > /proc/sys/kernel/ns_last_pid 2>/dev/null; \
+                      node \"$2\" http -p \"$3\" --log-file \"$4\" >/dev/null & echo $!; \
+                      while :; do wait; sleep 1; done";
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh"])
+            .arg(want_inner.to_string())
+            .arg(package_dir().join("dist/cli.mjs"))
+            .arg(port.to_string())
+            .arg(&log)
+            .env("MCP_HTTP_STALE_SESSION_MS", "60000");
+        let mut unshare = Spawned::spawn(&mut cmd);
+        let guard = TreeGuard::new(unshare.pid);
+        let inner_pid: u32 = unshare
+            .read_line(Duration::from_secs(20))
+            .parse()
+            .expect("the server's pid inside");
+        let host_pid = wait_for(Duration::from_secs(20), || {
+            descendants(unshare.pid).into_iter().find_map(|(pid, _)| {
+                let argv = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+                let argv = String::from_utf8_lossy(&argv);
+                (argv.starts_with("node\0") && argv.contains("cli.mjs")).then_some(pid)
+            })
+        })
+        .expect("the contained server on the host");
+        let s = Self {
+            _guard: guard,
+            unshare,
+            inner_pid,
+            host_pid,
+            port,
+            _dir: dir,
+        };
+        wait_for(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(("127.0.0.1", s.port)).ok()
+        })
+        .expect("the contained server never listened");
+        s
+    }
+}
+
+fn processes_under(n: &TreeNode, out: &mut BTreeSet<u32>) {
+    for c in &n.children {
+        if c.kind == NodeKind::Process {
+            out.extend(c.pid);
+        }
+        processes_under(c, out);
+    }
+}
+
+fn server_subtree(u: &Update, pid: u32) -> Option<BTreeSet<u32>> {
+    let node = u
+        .snapshot
+        .tree
+        .iter()
+        .find(|n| n.kind == NodeKind::Server && n.pid == Some(pid))?;
+    let mut out = BTreeSet::new();
+    processes_under(node, &mut out);
+    Some(out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pids() {
+    // No silent skip: where namespaces cannot be made, the test says how to skip it.
+    if let Err(why) = namespaces_available() {
+        panic!(
+            "this test needs `unshare --pid --fork --mount-proc` ({why}): run it as root on a \
+             kernel with pid namespaces (as `make test` does on CI), or skip it explicitly with \
+             `cargo test -- --skip contained_server_is_joined_in_its_namespace`"
+        );
+    }
+    // A real server on the host first; the contained one asks for the same pid number.
+    let decoy = Server::start(60_000);
+    let c = Contained::start(decoy.pid());
+    let collides = c.inner_pid == decoy.pid();
+    eprintln!(
+        "contained server: pid {} inside, {} on the host; host server {} (collision: {collides})",
+        c.inner_pid,
+        c.host_pid,
+        decoy.pid()
+    );
+    let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
+    let mut sessions = Vec::new();
+    for i in 0..2 {
+        let s = client
+            .create_session("mock", &format!("contained-{i}"))
+            .await;
+        client.start(&s, &fixture("mock/script.js")).await;
+        sessions.push(s);
+    }
+    let mut e = debugtop_e2e::engine(700);
+    let workers: Vec<(u32, u64)> = tick_until(
+        &mut e,
+        30,
+        Duration::from_millis(400),
+        "both workers up",
+        |u| {
+            let w: Vec<_> = u
+                .snapshot
+                .processes
+                .iter()
+                .filter(|p| {
+                    p.role == Role::Worker
+                        && sessions.iter().any(|s| p.session_id.as_deref() == Some(s))
+                })
+                .map(|p| (p.pid, p.start_ticks))
+                .collect();
+            (w.len() == 2).then_some(w)
+        },
+    )
+    .await;
+    // Healthy for 12 s (twice the grace): no finding about anything of either server, at any
+    // tick; the workers hang under their own server, with both pids shown.
+    let ours = |pid: u32| {
+        pid == c.host_pid || pid == decoy.pid() || workers.iter().any(|(w, _)| *w == pid)
+    };
+    for tick in 0..30 {
+        let u = e.tick().await.unwrap();
+        let bad: Vec<_> = u
+            .snapshot
+            .findings
+            .iter()
+            .filter(|f| f.pids.iter().any(|p| ours(*p)) || f.server_pid.is_some_and(ours))
+            .map(|f| format!("{} {:?}", f.id, f.evidence))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "tick {tick}: {bad:#?}\n{}",
+            render(&u.snapshot.tree)
+        );
+        let under = server_subtree(&u, c.host_pid).unwrap_or_default();
+        for (w, _) in &workers {
+            assert!(
+                under.contains(w),
+                "tick {tick}: worker {w} not under server {}\n{}",
+                c.host_pid,
+                render(&u.snapshot.tree)
+            );
+        }
+        let server = u
+            .snapshot
+            .processes
+            .iter()
+            .find(|p| p.pid == c.host_pid)
+            .unwrap();
+        assert_eq!(
+            server.ns.as_ref().map(|n| n.pid),
+            Some(c.inner_pid),
+            "its pid inside is shown"
+        );
+        let decoy_under = server_subtree(&u, decoy.pid()).unwrap_or_default();
+        assert!(
+            workers.iter().all(|(w, _)| !decoy_under.contains(w)),
+            "a contained worker joined the host server"
+        );
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    // The server dies inside its namespace: its workers are orphans, found by host pid.
+    let ticks = start_ticks(c.host_pid).unwrap();
+    assert!(signal_if_same(c.host_pid, ticks, Signal::SIGKILL));
+    let findings = tick_until(
+        &mut e,
+        40,
+        Duration::from_millis(400),
+        "orphaned workers",
+        |u| {
+            // Every worker still alive is an orphan (a worker may also exit by itself when its
+            // server dies, as on the host); the namespace's init adopts them, not pid 1.
+            let alive: Vec<u32> = workers
+                .iter()
+                .filter(|(w, t)| start_ticks(*w) == Some(*t) && state_of(*w) != Some('Z'))
+                .map(|(w, _)| *w)
+                .collect();
+            let f: Vec<_> = alive
+                .iter()
+                .filter_map(|w| debugtop_e2e::finding_of(u, FindingKind::OrphanedWorker, *w))
+                .collect();
+            (!alive.is_empty() && f.len() == alive.len()).then_some(f)
+        },
+    )
+    .await;
+    for f in findings {
+        eprintln!("{} {:?}", f.id, f.evidence);
+        let ev = f.evidence.join("\n");
+        assert!(
+            ev.contains(&format!(
+                "no process has pid {} in its pid namespace",
+                c.inner_pid
+            )),
+            "{ev}"
+        );
+        let plan = f.plan.clone().expect("a plan");
+        for t in &plan.targets {
+            assert_eq!(
+                start_ticks(t.pid),
+                Some(t.start_ticks),
+                "plan pid {} is a host pid of a live process",
+                t.pid
+            );
+            assert!(
+                descendants(c.unshare.pid).iter().any(|(p, _)| *p == t.pid),
+                "plan target {} is not in the namespace",
+                t.pid
+            );
+        }
+        assert!(!plan.targets.iter().any(|t| t.pid == decoy.pid()));
+        let report = tokio::task::spawn_blocking(move || kill::execute(&plan, |_| {}))
+            .await
+            .unwrap();
+        assert!(report.all_gone(), "{report:#?}");
+    }
+    for (w, t) in &workers {
+        assert!(
+            start_ticks(*w) != Some(*t) || state_of(*w) == Some('Z'),
+            "worker {w} survived"
+        );
+    }
+    assert!(
+        state_of(decoy.pid()).is_some_and(|s| s != 'Z'),
+        "the host server is untouched"
+    );
+}
