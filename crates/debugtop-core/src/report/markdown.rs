@@ -317,10 +317,17 @@ fn one_line(s: &str) -> String {
         .collect()
 }
 
-/// Escapes untrusted text for Markdown outside code: it renders as the same characters.
+/// Escapes untrusted text for Markdown outside code: it renders as the same characters, and
+/// pasted into an issue it pings nobody and links nothing — a word joiner (U+2060, invisible)
+/// goes after `@` before a name, after `#` before a number, and inside `://` and `www.`, so
+/// `@someone`, `#123` and bare URLs from a process's argv stay plain text.
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in one_line(s).chars() {
+    const WJ: char = '\u{2060}';
+    let line = one_line(s);
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = String::with_capacity(line.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let next = chars.get(i + 1).copied().unwrap_or(' ');
         match c {
             '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
                 out.push('\\');
@@ -329,6 +336,27 @@ pub fn esc(s: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
+            '@' if next.is_alphanumeric() => {
+                out.push(c);
+                out.push(WJ);
+            }
+            '#' if next.is_ascii_digit() => {
+                out.push(c);
+                out.push(WJ);
+            }
+            ':' if next == '/' && chars.get(i + 2) == Some(&'/') => {
+                out.push(c);
+                out.push(WJ);
+            }
+            '.' if i >= 3
+                && chars[i - 3..i]
+                    .iter()
+                    .collect::<String>()
+                    .eq_ignore_ascii_case("www") =>
+            {
+                out.push(WJ);
+                out.push(c);
+            }
             _ => out.push(c),
         }
     }
@@ -358,6 +386,25 @@ mod tests {
     #[test]
     fn report_of_a_fixed_model() {
         insta::assert_snapshot!(render(&sample_snapshot()));
+    }
+
+    #[test]
+    fn a_pasted_report_pings_nobody_and_links_nothing() {
+        let mut s = sample_snapshot();
+        s.findings[0]
+            .evidence
+            .push("cc @octocat, fixes #123, see https://evil.example/x or www.evil.example".into());
+        let md = render(&s);
+        for live in ["@octocat", "#123", "https://evil", "www.evil"] {
+            assert!(!md.contains(live), "{live} is live in the report");
+        }
+        let shown: String = md.chars().filter(|c| *c != '\u{2060}').collect();
+        assert!(
+            shown.contains(
+                "cc @octocat, fixes #123, see https://evil.example/x or www.evil.example"
+            ),
+            "it reads the same"
+        );
     }
 
     #[test]
