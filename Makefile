@@ -3,7 +3,15 @@ SHELL := /bin/bash
 CARGO ?= cargo
 APP := target/debug/debugtop
 
-.PHONY: run test test-ui bench bench-smoke demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+ifeq (soak,$(firstword $(MAKECMDGOALS)))
+# `make soak 5m`: the second word is the duration, not a target.
+SOAK_DURATION := $(or $(word 2,$(MAKECMDGOALS)),1h)
+$(eval $(SOAK_DURATION):;@:)
+endif
+SOAK_DURATION ?= 1h
+FUZZ_SECONDS ?= 60
+
+.PHONY: run test test-ui bench bench-smoke fuzz fuzz-smoke soak demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -14,7 +22,7 @@ run: deps-run ui
 	else ./$(APP); fi
 
 ## test: install what is missing, then lints and every test suite.
-test: deps-test ui lint test-rust test-ui bench-smoke check-bindings
+test: deps-test ui lint test-rust test-ui bench-smoke fuzz-smoke check-bindings
 	@echo "make test: all suites passed"
 
 ## demo: a real mcp-debugger with healthy sessions, a leaked adapter chain and an orphan; then the app.
@@ -64,6 +72,23 @@ test-ui: ui
 bench: deps-test
 	$(CARGO) build --release -p debugtop-bench
 	./target/release/debugtop-bench
+
+## fuzz: mutation fuzzing of every parser of outside input and of redaction, FUZZ_SECONDS each
+## (default 60; stable Rust, release build). A finding is saved in target/fuzz-found/.
+fuzz:
+	$(CARGO) run --release -q -p debugtop-fuzz -- --seconds $(FUZZ_SECONDS)
+
+## fuzz-smoke: two seconds of each target (part of make test).
+fuzz-smoke:
+	$(CARGO) run -q -p debugtop-fuzz -- --seconds 2
+
+## soak [DURATION]: the real watch at 1 Hz for DURATION (default 1h; `make soak 5m`) next to a
+## real server, sessions opening and closing, 50 process spawns and exits a second; fails if
+## RSS grows over 5 % after the warm-up or file descriptors grow.
+soak: deps-test
+	$(CARGO) build --release -p debugtop-cli
+	DEBUGTOP_SOAK=$(SOAK_DURATION) DEBUGTOP_CLI=$(CURDIR)/target/release/debugtop-cli \
+	  $(CARGO) test --release -p debugtop-e2e --test soak -- --ignored --nocapture
 
 ## bench-smoke: a tiny pass that proves the benchmark still runs (part of make test).
 bench-smoke:

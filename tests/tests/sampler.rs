@@ -94,3 +94,74 @@ async fn processes_of_a_gone_server_stay_under_a_node_for_it() {
     }
     panic!("no gone-server node with the chain; last tree:\n{last}");
 }
+
+/// A burst of exits is a few ticks: 150 watched processes exiting one every 5 ms (750 ms in
+/// all) wake the sampler through the pidfd watcher, which coalesces them to at most one tick
+/// per `EXIT_MIN_GAP` — without it, each exit would be a tick (and a `/health` round).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_exits_is_a_few_ticks() {
+    use debugtop_e2e::Spawned;
+    let me = debugtop_e2e::procs::my_pid().to_string();
+    let kids: Vec<Spawned> = (0..150)
+        .map(|_| {
+            let kid = Spawned::spawn(
+                Command::new("bash")
+                    .args(["-c", "exec -a node perl -e 'sleep 300'"])
+                    .env("MCP_DEBUGGER_MAIN_PID", &me),
+            );
+            debugtop_e2e::wait_for(Duration::from_secs(5), || {
+                debugtop_e2e::start_ticks(kid.pid)
+            })
+            .unwrap();
+            kid
+        })
+        .collect();
+    let pids: Vec<u32> = kids.iter().map(|k| k.pid).collect();
+    let mut running = sampler::spawn(Config {
+        interval: Duration::from_secs(30),
+        ..Config::default()
+    })
+    .unwrap();
+    // The first tick lists (and arms a pidfd for) every child.
+    running.updates.changed().await.unwrap();
+    let before = {
+        let p = running.updates.borrow_and_update().clone().unwrap();
+        let listed = pids
+            .iter()
+            .filter(|pid| p.update.snapshot.processes.iter().any(|x| x.pid == **pid))
+            .count();
+        assert_eq!(listed, pids.len(), "every child is listed");
+        p.update.seq
+    };
+    let started = std::time::Instant::now();
+    for k in kids {
+        drop(k); // SIGKILL by identity, then reaped
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let burst = started.elapsed();
+    // Wait until a tick shows every child gone (the interval is 30 s: only exits tick).
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let last = loop {
+        let p = running.updates.borrow().clone().unwrap();
+        let alive = p
+            .update
+            .snapshot
+            .processes
+            .iter()
+            .filter(|x| pids.contains(&x.pid) && x.state.is_alive())
+            .count();
+        if alive == 0 || std::time::Instant::now() > end {
+            assert_eq!(alive, 0, "exit ticks saw every exit");
+            break p.update.seq;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let ticks = last - before;
+    let bound = burst.as_millis() / sampler::EXIT_MIN_GAP.as_millis() + 3;
+    eprintln!("150 exits over {burst:?}: {ticks} ticks (bound {bound})");
+    assert!(
+        u128::from(ticks) <= bound,
+        "{ticks} ticks for 150 exits over {burst:?}"
+    );
+    running.task.abort();
+}

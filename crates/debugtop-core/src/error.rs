@@ -105,6 +105,9 @@ pub enum Error {
     /// A kill was asked for something that is not (or no longer) there.
     #[error("{0}")]
     NothingToKill(String),
+    /// The blocking half of the sources panicked on its thread; the sampler must be restarted.
+    #[error("the process-table reader stopped (a panic on its thread): restart debugtop")]
+    SourcesLost,
     /// A kill plan id that is unknown, or was already executed.
     #[error("no kill plan {0} is waiting: plans are made by plan_kill and run at most once")]
     NoSuchPlan(u64),

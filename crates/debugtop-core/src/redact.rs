@@ -63,7 +63,8 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
     let mut hide_next = false;
     let mut port_or_hide = false;
     for a in argv {
-        if hide_next || (port_or_hide && !port_like(a)) {
+        let flag = a.starts_with('-') && a.len() > 1;
+        if (hide_next || (port_or_hide && !port_like(a))) && !flag {
             out.push(REDACTED.to_owned());
             hide_next = false;
             port_or_hide = false;
@@ -238,7 +239,9 @@ fn redact_words(s: &str) -> String {
             return;
         }
         let w = std::mem::take(word);
-        if (*hide || (*port && !port_like(&w))) && !w.contains(REDACTED) {
+        // A flag is never taken for the value of the flag before it (`--token --token X`).
+        let flag = w.starts_with('-') && w.len() > 1;
+        if (*hide || (*port && !port_like(&w))) && !w.contains(REDACTED) && !flag {
             out.push_str(REDACTED);
             *hide = false;
             *port = false;
@@ -304,27 +307,48 @@ fn token_like(w: &str) -> bool {
 /// is shown as `~`. Walking the serialised form means a field added later is covered without
 /// anyone remembering to list it (the property test plants secrets in every string).
 pub fn redact_snapshot(s: &mut Snapshot, home: Option<&str>) {
-    let redacted = serde_json::to_value(&*s).ok().and_then(|mut v| {
-        redact_value(&mut v, false, home);
-        serde_json::from_value::<Snapshot>(v).ok()
-    });
-    match redacted {
-        Some(r) => *s = r,
+    if !redact_serde(s, home) {
         // Only if redaction turned a structural string into one the model does not read (a
         // bug): drop what could carry a secret rather than let it out.
-        None => {
-            tracing::error!("redaction broke the snapshot's shape; free text dropped");
-            s.processes.clear();
-            s.tree.clear();
-            s.timeline.clear();
-            s.log_excerpts.clear();
-            s.findings.clear();
-            s.http_sessions.clear();
-            s.debug_sessions.clear();
-            s.sources.clear();
-        }
+        tracing::error!("redaction broke the snapshot's shape; free text dropped");
+        s.processes.clear();
+        s.tree.clear();
+        s.timeline.clear();
+        s.log_excerpts.clear();
+        s.findings.clear();
+        s.http_sessions.clear();
+        s.debug_sessions.clear();
+        s.sources.clear();
     }
     s.redacted = true;
+}
+
+/// [`redact_snapshot`] for a live snapshot whose timeline events were redacted one by one as
+/// they were recorded ([`redact_serde`] on each): the per-tick cost does not grow with the
+/// history kept.
+pub fn redact_snapshot_but_timeline(s: &mut Snapshot, home: Option<&str>) {
+    let timeline = std::mem::take(&mut s.timeline);
+    redact_snapshot(s, home);
+    s.timeline = timeline;
+}
+
+/// Redacts every string of any model value, through its serialised form; `false` (and `x`
+/// unchanged) if the redacted form no longer deserialises.
+pub fn redact_serde<T: serde::Serialize + serde::de::DeserializeOwned>(
+    x: &mut T,
+    home: Option<&str>,
+) -> bool {
+    let redacted = serde_json::to_value(&*x).ok().and_then(|mut v| {
+        redact_value(&mut v, false, home);
+        serde_json::from_value::<T>(v).ok()
+    });
+    match redacted {
+        Some(r) => {
+            *x = r;
+            true
+        }
+        None => false,
+    }
 }
 
 /// Every string under `v`; `argv` says the strings are one command line.
@@ -383,6 +407,11 @@ mod text_tests {
             (
                 "run --pass pw1 --key k2 -p pw3 -pINLINE4",
                 vec!["pw1", "k2", "pw3", "INLINE4"],
+            ),
+            // Found by `make fuzz`: a secret flag right after a secret-named word.
+            (
+                "--adapter-access-tokenpp.py --adapter-access-token TOK5 --token --token TOK6",
+                vec!["TOK5", "TOK6"],
             ),
             (
                 r#"--password "my secret pass" secret='two words'"#,

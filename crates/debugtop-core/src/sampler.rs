@@ -100,6 +100,11 @@ pub struct Running {
     pub task: JoinHandle<()>,
 }
 
+/// How long an exit tick waits for the rest of a burst of exits.
+pub const EXIT_DEBOUNCE: Duration = Duration::from_millis(20);
+/// At most one exit-triggered tick per this long (the interval's ticks are not affected).
+pub const EXIT_MIN_GAP: Duration = Duration::from_millis(250);
+
 /// Starts the loop on the current tokio runtime.
 pub fn spawn(config: Config) -> Result<Running> {
     let interval = config.interval.max(Duration::from_millis(50));
@@ -110,19 +115,27 @@ pub fn spawn(config: Config) -> Result<Running> {
         let mut ticker = tokio::time::interval(interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let exits = engine.sources.exit_signal();
+        let mut last = tokio::time::Instant::now();
         loop {
-            // A tick on the interval, or at once when a watched process exits.
+            // A tick on the interval, or soon after a watched process exits: a burst of exits
+            // (500 leaked workers killed at once) is a few ticks, not one `/health` round per
+            // exit — wait a moment for the rest of the burst, and at most one exit tick per
+            // EXIT_MIN_GAP. Each exit keeps the time the watcher saw it.
             match &exits {
                 Some(w) => {
                     tokio::select! {
                         _ = ticker.tick() => {}
-                        () = w.exited() => {}
+                        () = w.exited() => {
+                            let now = tokio::time::Instant::now();
+                            tokio::time::sleep_until((last + EXIT_MIN_GAP).max(now + EXIT_DEBOUNCE)).await;
+                        }
                     }
                 }
                 None => {
                     ticker.tick().await;
                 }
             }
+            last = tokio::time::Instant::now();
             match engine.tick().await {
                 Ok(u) => {
                     // `send_replace` never waits for readers: a slow consumer just misses ticks.

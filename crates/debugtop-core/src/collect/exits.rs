@@ -19,7 +19,29 @@ pub type Identity = (u32, u64);
 struct State {
     watched: HashMap<Identity, Arc<OwnedFd>>,
     exits: Vec<(Identity, DateTime<Utc>)>,
+    /// Identities of the last `watch` that got no pidfd because file descriptors ran out:
+    /// they stay in the table, their exits are seen at the next tick.
+    starved: usize,
     stop: bool,
+}
+
+/// Raises this process's soft limit on open files to its hard limit (capped at 1 << 20): one
+/// pidfd per watched process runs out at the default 1,024 exactly when hundreds of leaked
+/// workers are the incident. The soft limit after, if known.
+pub fn raise_fd_limit() -> Option<u64> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    let want = now.maximum.unwrap_or(1 << 20).min(1 << 20);
+    if now.current.is_some_and(|c| c < want) {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(want),
+                maximum: now.maximum,
+            },
+        );
+    }
+    getrlimit(Resource::Nofile).current
 }
 
 #[derive(Debug)]
@@ -38,6 +60,7 @@ pub struct ExitWatcher {
 impl ExitWatcher {
     /// Starts the watcher thread. `None` where pidfds or eventfds are not available.
     pub fn start() -> Option<Self> {
+        raise_fd_limit();
         let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
@@ -60,12 +83,23 @@ impl ExitWatcher {
             return;
         };
         st.watched.retain(|k, _| ids.contains(k));
+        st.starved = 0;
+        let mut budget = fd_budget();
         for id in ids {
             if st.watched.contains_key(&id) {
                 continue;
             }
-            if let Some(fd) = open_checked(id) {
-                st.watched.insert(id, Arc::new(fd));
+            if budget == 0 {
+                st.starved += 1;
+                continue;
+            }
+            budget -= 1;
+            match open_checked(id) {
+                Ok(Some(fd)) => {
+                    st.watched.insert(id, Arc::new(fd));
+                }
+                Ok(None) => {}
+                Err(OutOfFds) => st.starved += 1,
             }
         }
         drop(st);
@@ -104,6 +138,11 @@ impl ExitWatcher {
             .is_ok_and(|s| s.exits.iter().any(|((p, _), _)| *p == pid))
     }
 
+    /// How many processes of the last `watch` got no pidfd because file descriptors ran out.
+    pub fn starved(&self) -> usize {
+        self.shared.state.lock().map(|s| s.starved).unwrap_or(0)
+    }
+
     /// True when nothing is watched.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -123,14 +162,38 @@ fn wake(fd: &OwnedFd) {
     let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
 }
 
-/// A pidfd for `id`, only if the pid still has those start ticks once the fd is open.
-fn open_checked((pid, ticks): Identity) -> Option<OwnedFd> {
-    let fd = pidfd_open(
-        Pid::from_raw(i32::try_from(pid).ok()?)?,
-        PidfdFlags::empty(),
-    )
-    .ok()?;
-    (super::read_stat(pid)?.starttime == ticks).then_some(fd)
+/// File descriptors kept free for everything else (the scan, log tails, sockets): pidfds never
+/// take the last of them.
+const FD_RESERVE: u64 = 128;
+
+/// How many more pidfds may be opened now.
+fn fd_budget() -> usize {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1 << 20);
+    let open = std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64);
+    usize::try_from(limit.saturating_sub(FD_RESERVE).saturating_sub(open)).unwrap_or(usize::MAX)
+}
+
+/// No file descriptor was left for a pidfd.
+struct OutOfFds;
+
+/// A pidfd for `id`, only if the pid still has those start ticks once the fd is open; `None`
+/// when it is gone.
+fn open_checked((pid, ticks): Identity) -> Result<Option<OwnedFd>, OutOfFds> {
+    let Some(p) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return Ok(None);
+    };
+    let fd = match pidfd_open(p, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(e) if e == rustix::io::Errno::MFILE || e == rustix::io::Errno::NFILE => {
+            return Err(OutOfFds)
+        }
+        Err(_) => return Ok(None),
+    };
+    Ok(super::read_stat(pid)
+        .filter(|s| s.starttime == ticks)
+        .map(|_| fd))
 }
 
 fn run(shared: &Shared) {

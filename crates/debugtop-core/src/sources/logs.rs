@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -374,9 +375,32 @@ pub struct LogTail {
     parser: LineParser,
     /// Counters.
     pub stats: TailStats,
+    /// The user the file must belong to (the server's), unless that user is root.
+    owner: Option<u32>,
+}
+
+/// Why another user's log cannot be read, in words.
+fn denied(path: &Path) -> String {
+    let me = rustix::process::getuid().as_raw();
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => format!(
+            "permission denied: it belongs to uid {} and debugtop runs as uid {me}; run \
+             debugtop as that user (or with sudo) to read it",
+            m.uid()
+        ),
+        Err(_) => format!("permission denied (debugtop runs as uid {me})"),
+    }
 }
 
 impl LogTail {
+    /// Reads the file only while it belongs to `uid` (the server whose argv named it), unless
+    /// `uid` is root: a server's argv can point debugtop — perhaps running as root — only at
+    /// its own user's files.
+    pub fn owned_by(mut self, uid: Option<u32>) -> Self {
+        self.owner = uid.filter(|u| *u != 0);
+        self
+    }
+
     /// A tail of `path` from its beginning. The file need not exist yet.
     pub fn new(path: impl Into<PathBuf>, origin: LogOrigin) -> Self {
         let path = path.into();
@@ -392,6 +416,7 @@ impl LogTail {
             line_no: 0,
             parser,
             stats: TailStats::default(),
+            owner: None,
         }
     }
 
@@ -427,6 +452,12 @@ impl LogTail {
                     detail: "a symbolic link: not followed".into(),
                 })
             }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(Error::Log {
+                    detail: denied(&path),
+                    path,
+                })
+            }
             Err(e) => return Err(io(e)),
         };
         let meta = file.metadata().map_err(io)?;
@@ -434,6 +465,16 @@ impl LogTail {
             return Err(Error::Log {
                 path,
                 detail: "not a regular file (a FIFO, a device or a directory): not read".into(),
+            });
+        }
+        if let Some(want) = self.owner.filter(|w| *w != meta.uid()) {
+            return Err(Error::Log {
+                path,
+                detail: format!(
+                    "owned by uid {}, not by the server's user (uid {want}): not read (a server's \
+                     command line can point debugtop only at its own user's files)",
+                    meta.uid()
+                ),
             });
         }
         let identity = file_identity(&meta);
@@ -553,7 +594,6 @@ impl LogTail {
 
 #[cfg(unix)]
 fn file_identity(m: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
     (m.dev(), m.ino())
 }
 
@@ -809,6 +849,30 @@ mod tests {
     fn tail_of(dir: &tempfile::TempDir) -> (PathBuf, LogTail) {
         let path = dir.path().join("server.log");
         (path.clone(), LogTail::new(path, LogOrigin::Server))
+    }
+
+    #[test]
+    fn a_log_of_another_user_than_the_servers_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.log");
+        std::fs::write(
+            &path,
+            line("HTTP session initialized: 1d12251f-892b-4497-b1ed-b024728b2f22"),
+        )
+        .unwrap();
+        let file_uid = std::fs::metadata(&path).unwrap().uid();
+        // The server's user is someone else: not read, and said why.
+        let mut t = LogTail::new(&path, LogOrigin::Server).owned_by(Some(file_uid + 1));
+        let err = t.poll().unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "owned by uid {file_uid}, not by the server's user"
+            )),
+            "{err}"
+        );
+        // The server's own file is read.
+        let mut t = LogTail::new(&path, LogOrigin::Server).owned_by(Some(file_uid));
+        assert_eq!(t.poll().unwrap().len(), 1);
     }
 
     fn line(msg: &str) -> String {

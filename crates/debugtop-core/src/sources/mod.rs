@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 
 use crate::collect::exits::ExitWatcher;
 use crate::collect::{read_stat, Collector};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{
     Exit, HealthCheck, Observation, ProcId, ProcessTable, RemoteObservation, SelfInfo,
     ServerObservation, SourceKind, SourceState, SourceStatus,
@@ -52,23 +52,40 @@ impl Default for SourcesConfig {
 /// The live sources of this machine.
 #[derive(Debug)]
 pub struct Sources {
-    collector: Collector,
+    /// What reads files and `/proc` (blocking work): lent to a blocking thread each tick, so the
+    /// async runtime never waits on a scan or a log read.
+    local: Option<Box<Local>>,
     exits: Option<Arc<ExitWatcher>>,
     health: HealthClient,
-    /// Per server identity (pid, start time): a reused pid is another server.
-    logs: BTreeMap<(u32, DateTime<Utc>), ServerLogs>,
     extra: Vec<String>,
     host: String,
 }
 
+/// The blocking part of the sources: the process table, the exit watcher's arming, and each
+/// server's ports and log tails.
+#[derive(Debug)]
+struct Local {
+    collector: Collector,
+    exits: Option<Arc<ExitWatcher>>,
+    /// Per server identity (pid, start time): a reused pid is another server.
+    logs: BTreeMap<(u32, DateTime<Utc>), ServerLogs>,
+}
+
+/// What one blocking read gives.
+type LocalRead = (ProcessTable, Vec<Exit>, Vec<ServerObservation>);
+
 impl Sources {
     /// Opens the collector and starts the exit watcher.
     pub fn new(config: &SourcesConfig) -> Result<Self> {
+        let exits = ExitWatcher::start().map(Arc::new);
         Ok(Self {
-            collector: Collector::new()?,
-            exits: ExitWatcher::start().map(Arc::new),
+            local: Some(Box::new(Local {
+                collector: Collector::new()?,
+                exits: exits.clone(),
+                logs: BTreeMap::new(),
+            })),
+            exits,
             health: HealthClient::new(config.health_timeout),
-            logs: BTreeMap::new(),
             extra: config
                 .extra_servers
                 .iter()
@@ -87,21 +104,9 @@ impl Sources {
     }
 
     async fn observe_now(&mut self) -> Result<Observation> {
-        let table = self.collector.scan()?;
-        let exits = self.watched_exits(&table);
-        let mut servers: Vec<ServerObservation> = table
-            .servers
-            .iter()
-            .map(|s| self.server_files(s, &table))
-            .collect();
+        let (table, exits, mut servers) = self.read_local().await?;
         self.ask_health(&mut servers).await;
         let remote = self.ask_remote().await;
-        let live: BTreeSet<(u32, DateTime<Utc>)> = table
-            .servers
-            .iter()
-            .map(|s| (s.pid, s.start_time))
-            .collect();
-        self.logs.retain(|k, _| live.contains(k));
         Ok(Observation {
             at: table.taken_at,
             host: self.host.clone(),
@@ -112,6 +117,38 @@ impl Sources {
             sources: self.own_status(),
             table,
         })
+    }
+
+    /// The blocking reads, on a blocking thread.
+    async fn read_local(&mut self) -> Result<LocalRead> {
+        let mut local = self.local.take().ok_or(Error::SourcesLost)?;
+        let (local, read) = tokio::task::spawn_blocking(move || {
+            let read = local.read();
+            (local, read)
+        })
+        .await
+        .map_err(|_| Error::SourcesLost)?;
+        self.local = Some(local);
+        read
+    }
+}
+
+impl Local {
+    fn read(&mut self) -> Result<LocalRead> {
+        let table = self.collector.scan()?;
+        let exits = self.watched_exits(&table);
+        let servers: Vec<ServerObservation> = table
+            .servers
+            .iter()
+            .map(|s| self.server_files(s, &table))
+            .collect();
+        let live: BTreeSet<(u32, DateTime<Utc>)> = table
+            .servers
+            .iter()
+            .map(|s| (s.pid, s.start_time))
+            .collect();
+        self.logs.retain(|k, _| live.contains(k));
+        Ok((table, exits, servers))
     }
 
     /// Arms a pidfd for every live process of the table; returns the exits seen since.
@@ -148,10 +185,14 @@ impl Sources {
             .filter(|p| p.server_pid == Some(s.pid))
             .filter_map(|p| p.session_id.clone())
             .collect();
-        let logs = self
-            .logs
-            .entry((s.pid, s.start_time))
-            .or_insert_with(|| ServerLogs::new(s.start_time, discovery::files(s)));
+        let logs = self.logs.entry((s.pid, s.start_time)).or_insert_with(|| {
+            let owner = table
+                .procs
+                .iter()
+                .find(|p| p.pid == s.pid)
+                .and_then(|p| p.uid);
+            ServerLogs::new(s.start_time, discovery::files(s), owner)
+        });
         let (log_events, logs) = logs.poll(&live, Instant::now());
         ServerObservation {
             pid: s.pid,
@@ -161,7 +202,9 @@ impl Sources {
             logs,
         }
     }
+}
 
+impl Sources {
     /// Every `/health` at once: a hung server costs one timeout, not one per server.
     async fn ask_health(&self, servers: &mut [ServerObservation]) {
         let client = &self.health;
@@ -191,6 +234,19 @@ impl Sources {
 
     fn own_status(&self) -> Vec<SourceStatus> {
         match &self.exits {
+            Some(w) if w.starved() > 0 => vec![SourceStatus::new(
+                SourceKind::Exits,
+                None,
+                SourceState::Degraded,
+                format!(
+                    "out of file descriptors (limit {}): {} processes are not watched by pidfd; \
+                     they stay in the table and their exits are seen at the next tick",
+                    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+                        .current
+                        .map_or("unknown".to_owned(), |l| l.to_string()),
+                    w.starved()
+                ),
+            )],
             Some(_) => Vec::new(),
             None => vec![SourceStatus::new(
                 SourceKind::Exits,

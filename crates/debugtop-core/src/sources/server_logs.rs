@@ -34,17 +34,20 @@ pub struct ServerLogs {
     proxy_listed: BTreeMap<String, Instant>,
     /// Sessions the server's own log created and has not closed.
     open: BTreeSet<String>,
+    /// The server's user: its logs must belong to it.
+    owner: Option<u32>,
 }
 
 impl ServerLogs {
-    /// The logs of a server that started at `start`.
-    pub fn new(start: DateTime<Utc>, files: ServerFiles) -> Self {
+    /// The logs of a server that started at `start`, run by `owner`.
+    pub fn new(start: DateTime<Utc>, files: ServerFiles, owner: Option<u32>) -> Self {
         Self {
             start,
             files,
             tails: BTreeMap::new(),
             proxy_listed: BTreeMap::new(),
             open: BTreeSet::new(),
+            owner,
         }
     }
 
@@ -68,7 +71,7 @@ impl ServerLogs {
             let tail = self
                 .tails
                 .entry(path.clone())
-                .or_insert_with(|| LogTail::new(path, origin));
+                .or_insert_with(|| LogTail::new(path, origin).owned_by(self.owner));
             match tail.poll() {
                 Ok(evs) => events.extend(evs.into_iter().filter(|e| self.is_this_servers(e))),
                 Err(e) => errors.push(e.to_string()),

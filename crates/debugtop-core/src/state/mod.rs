@@ -17,7 +17,7 @@ use crate::model::{
     LiveTable, Observation, ScanStats, Snapshot, SourceKind, SourceState, SourceStatus, Update,
     SCHEMA,
 };
-use crate::redact::redact_snapshot;
+use crate::redact::{redact_serde, redact_snapshot_but_timeline};
 use knowledge::Knowledge;
 use reconcile::World;
 use rules::{Evaluator, VerdictConfig};
@@ -70,7 +70,14 @@ impl State {
         Self {
             knowledge: Knowledge::default(),
             evaluator: Evaluator::new(config.verdicts),
-            timeline: Timeline::new(config.timeline_capacity, config.tomb_ttl),
+            timeline: {
+                let t = Timeline::new(config.timeline_capacity, config.tomb_ttl);
+                if config.redact {
+                    t.redacting(config.home.clone())
+                } else {
+                    t
+                }
+            },
             live: LiveTable::default(),
             seq: 0,
             config,
@@ -88,6 +95,12 @@ impl State {
         let findings = self.evaluator.evaluate(&world, &self.live);
         self.timeline.observe_world(&world, &findings, &events);
         let snapshot = self.snapshot(&world, findings, &obs);
+        let mut events = events;
+        if self.config.redact {
+            // The raw log events leave the core too (`watch --json`, the app's channel).
+            let home = self.config.home.as_deref();
+            events.retain_mut(|e| redact_serde(e, home));
+        }
         Update {
             seq: self.seq,
             snapshot,
@@ -133,7 +146,7 @@ impl State {
             environment: None,
         };
         if self.config.redact {
-            redact_snapshot(&mut s, self.config.home.as_deref());
+            redact_snapshot_but_timeline(&mut s, self.config.home.as_deref());
         }
         s
     }

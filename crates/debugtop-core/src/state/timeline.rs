@@ -39,6 +39,9 @@ pub struct Timeline {
     findings: BTreeMap<FindingId, Finding>,
     tombs: VecDeque<(Proc, DateTime<Utc>)>,
     primed: bool,
+    /// Redact each event as it is recorded (`Some(home)`), so a snapshot's timeline needs no
+    /// redaction per tick.
+    redact: Option<Option<String>>,
 }
 
 impl Default for Timeline {
@@ -55,6 +58,7 @@ impl Timeline {
             capacity: capacity.max(1),
             tomb_ttl: Duration::from_std(tomb_ttl).unwrap_or_else(|_| Duration::seconds(10)),
             procs: HashMap::new(),
+            redact: None,
             sessions: BTreeSet::new(),
             ended: BTreeSet::new(),
             findings: BTreeMap::new(),
@@ -94,10 +98,21 @@ impl Timeline {
             .collect()
     }
 
+    /// Records every event redacted (its text, its source), `home` shown as `~`.
+    pub fn redacting(mut self, home: Option<String>) -> Self {
+        self.redact = Some(home);
+        self
+    }
+
     /// Adds events, keeping time order and the capacity bound.
     pub fn push_all(&mut self, mut batch: Vec<TimelineEvent>) {
         batch.sort_by_key(|e| e.at);
-        for e in batch {
+        for mut e in batch {
+            if let Some(home) = &self.redact {
+                if !crate::redact::redact_serde(&mut e, home.as_deref()) {
+                    continue;
+                }
+            }
             // Most events are newest; log lines may be a little older than the last sample.
             let at = self.events.partition_point(|x| x.at <= e.at);
             if at == self.events.len() {

@@ -690,3 +690,38 @@ fn a_stopped_stdio_server_is_a_warning_not_critical() {
     assert_eq!(kinds(&f), [FindingKind::Stopped]);
     assert_eq!(f[0].severity, Severity::Warning);
 }
+
+#[test]
+fn a_live_state_redacts_its_timeline_and_log_events_as_they_come() {
+    let mut s = State::new(StateConfig {
+        redact: true,
+        ..StateConfig::default()
+    });
+    let said = "[Worker] Shutdown sequence completed. token=Zq1secretvalue";
+    let mut last = None;
+    let mut events = Vec::new();
+    for t in [0, 1] {
+        let o = created(Obs::at(t), 1, -30, "s-1").log(
+            2,
+            -1,
+            LogOrigin::Proxy,
+            K::WorkerFinished {
+                session_id: Some("s-1".into()),
+                said: said.into(),
+            },
+        );
+        let u = s.step(o.build());
+        events.extend(u.events.clone());
+        last = Some(u);
+    }
+    let u = last.unwrap();
+    assert!(!events.is_empty(), "the log events were published");
+    let timeline = serde_json::to_string(&u.snapshot.timeline).unwrap();
+    assert!(
+        timeline.contains("token=‹redacted›"),
+        "the event is there, redacted: {timeline}"
+    );
+    assert!(!timeline.contains("Zq1secretvalue"), "{timeline}");
+    let events = serde_json::to_string(&events).unwrap();
+    assert!(!events.contains("Zq1secretvalue"), "{events}");
+}
