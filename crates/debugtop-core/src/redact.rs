@@ -177,7 +177,9 @@ fn patterns() -> &'static Patterns {
         let name = r"[A-Za-z0-9_.-]*(?i:token|secret|passw(?:or)?d|pass|pwd?|api[_-]?key|key|auth[A-Za-z]*|credentials?|cookie|sig(?:nature)?)[A-Za-z0-9_.-]*";
         let re = |s: &str| regex::Regex::new(s).unwrap_or_else(|_| unreachable_regex());
         Patterns {
-            json_pair: re(&format!(r#"("{name}"\s*:\s*)"(?:[^"\\]|\\.)*""#)),
+            // The opening quote is optional: in a cut or hostile line the previous value may end
+            // at it (`"msg":"cut {"token":"X"}`).
+            json_pair: re(&format!(r#"("?{name}"\s*:\s*)"(?:[^"\\]|\\.)*""#)),
             quoted_value: re(&format!(r#"((?:^|[\s,;{{(])-{{0,2}}{name}(?:\s*[=:]\s*|\s+))("[^"]*"|'[^']*')"#)),
             auth_scheme: re(r"(?i)\b(bearer|basic|digest)(\s+)[A-Za-z0-9._~+/=:-]+"),
             authorization: re(
@@ -202,29 +204,86 @@ fn unreachable_regex() -> regex::Regex {
 /// word by word `key=value` secrets, values after secret flags, long token-like runs; and the
 /// home directory as `~`.
 pub fn redact_text(s: &str, home: Option<&str>) -> String {
-    let p = patterns();
-    let r = format!("${{1}}\"{REDACTED}\"");
-    let s = p.json_pair.replace_all(s, r.as_str());
-    let s = p
-        .quoted_value
-        .replace_all(&s, format!("${{1}}{REDACTED}").as_str());
-    let s = p
-        .authorization
-        .replace_all(&s, format!("${{1}}{REDACTED}").as_str());
-    let s = p
-        .auth_scheme
-        .replace_all(&s, format!("${{1}}${{2}}{REDACTED}").as_str());
-    let s = p
-        .userinfo
-        .replace_all(&s, format!("${{1}}{REDACTED}@").as_str());
-    let s = p
-        .query_value
-        .replace_all(&s, format!("${{1}}{REDACTED}").as_str());
-    let out = redact_words(&s);
+    let out = redact_words(&hide_ranges(s, &secret_ranges(s)));
     match home {
         Some(h) => out.replace(&format!("{h}/"), "~/"),
         None => out,
     }
+}
+
+/// Where secret values stand: every pattern is matched on the *original* text, so a match of
+/// one (a cut value running into the next quote) can never hide a match of another.
+fn secret_ranges(s: &str) -> Vec<std::ops::Range<usize>> {
+    let p = patterns();
+    // (pattern, the capture group that ends the prefix kept in clear, drop a trailing '@').
+    let all: [(&regex::Regex, usize, bool); 6] = [
+        (&p.json_pair, 1, false),
+        (&p.quoted_value, 1, false),
+        (&p.authorization, 1, false),
+        (&p.auth_scheme, 2, false),
+        (&p.userinfo, 1, true),
+        (&p.query_value, 1, false),
+    ];
+    let mut ranges = Vec::new();
+    for (re, group, at) in all {
+        // Overlapping: the next search starts inside this match's value, so a secret whose
+        // opening quote a cut value ran into is still found (`--auth-x "cut --pass "SECRET"`).
+        let mut pos = 0;
+        while let Some(c) = re.captures_at(s, pos) {
+            let (Some(m), Some(prefix)) = (c.get(0), c.get(group)) else {
+                break;
+            };
+            let end = if at {
+                m.end().saturating_sub(1)
+            } else {
+                m.end()
+            };
+            if prefix.end() < end {
+                ranges.push(prefix.end()..end);
+            }
+            pos = next_char(s, prefix.end().max(m.start() + 1));
+            if pos >= s.len() {
+                break;
+            }
+        }
+    }
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<std::ops::Range<usize>> = Vec::new();
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
+}
+
+/// The first char boundary at or after `i`.
+fn next_char(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// `s` with each range replaced by the redaction mark (quoted when the value was).
+fn hide_ranges(s: &str, ranges: &[std::ops::Range<usize>]) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    for r in ranges {
+        out.push_str(&s[at..r.start]);
+        let quoted = s[r.clone()].starts_with('"') && s[r.clone()].ends_with('"');
+        if quoted {
+            out.push('"');
+            out.push_str(REDACTED);
+            out.push('"');
+        } else {
+            out.push_str(REDACTED);
+        }
+        at = r.end;
+    }
+    out.push_str(&s[at..]);
+    out
 }
 
 /// Word by word: `key=value` secrets, the word after a secret flag (`--password x`, `-p x`
@@ -418,6 +477,23 @@ mod text_tests {
                 vec!["my secret pass", "two words"],
             ),
             ("curl -H 'Bearer abc.def.ghi'", vec!["abc.def.ghi"]),
+            // Found by `make fuzz`: an unterminated value ends at the quote that opens the
+            // next pair, so the next pair is matched without its opening quote.
+            (
+                r#"{"level":"info","o9u6Ymessige":"[SessionManager] Debugging x {"token":"Zq6447"}"#,
+                vec!["Zq6447"],
+            ),
+            (r#"{"msg":"cut {"password":"Zq77"}"#, vec!["Zq77"]),
+            // Found by `make fuzz` next: the same cut value running into a quoted flag value.
+            (
+                r#"{"level":"info","messige":"[x] --pass "a Zqf986 b""#,
+                vec!["Zqf986"],
+            ),
+            // …and within one pattern: a quoted flag value running into the next one.
+            (
+                r#"only --auth-required "cut --auth-required  --pass "a Zq7c1 b""#,
+                vec!["Zq7c1"],
+            ),
         ];
         for (text, secrets) in cases {
             let r = redact_text(text, None);
