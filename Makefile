@@ -11,7 +11,7 @@ endif
 SOAK_DURATION ?= 1h
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test test-ui bench bench-smoke fuzz fuzz-smoke soak demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-ui bench bench-smoke fuzz fuzz-smoke soak dist dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -89,6 +89,21 @@ soak: deps-test
 	$(CARGO) build --release -p debugtop-cli
 	DEBUGTOP_SOAK=$(SOAK_DURATION) DEBUGTOP_CLI=$(CURDIR)/target/release/debugtop-cli \
 	  $(CARGO) test --release -p debugtop-e2e --test soak -- --ignored --nocapture
+
+## dist: the app as a .deb (tauri build --bundles deb, offline) and a release debugtop-cli to
+## copy to a remote box, both in dist/ (a release build: ten minutes or more on two cores).
+dist: deps-run ui
+	cd src-tauri && ../ui/node_modules/.bin/tauri build --bundles deb
+	$(CARGO) build --release -p debugtop-cli
+	mkdir -p dist
+	cp target/release/bundle/deb/*.deb target/release/debugtop-cli dist/
+	@ls -l dist
+
+## dist-check: installs dist/*.deb (apt install), opens the installed app under Xvfb and saves
+## a screenshot to dist/installed.png. Not part of make test (the release build alone would
+## take a third of CI's budget).
+dist-check: dist deps-test
+	scripts/dist-check.sh
 
 ## bench-smoke: a tiny pass that proves the benchmark still runs (part of make test).
 bench-smoke:

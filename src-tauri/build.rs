@@ -4,6 +4,10 @@ fn main() {
     let attrs =
         tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(&[
             "subscribe",
+            "subscribe_targets",
+            "add_target",
+            "remove_target",
+            "select_target",
             "current_snapshot",
             "plan_kill",
             "execute_kill",

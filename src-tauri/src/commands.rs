@@ -8,9 +8,13 @@ use std::sync::Arc;
 
 use debugtop_core::actions::audit;
 use debugtop_core::actions::export::{self, ExportFormat};
+use debugtop_core::actions::fleet::{self, TargetSnapshot};
 use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest};
-use debugtop_core::model::{AuditResult, KillReport, Progress, Snapshot, Update};
+use debugtop_core::model::{
+    AuditResult, KillReport, ProcId, Progress, Snapshot, Target, TargetAudit, TargetStatus, Update,
+};
 use debugtop_core::sources::Sources;
+use debugtop_core::targets::Engines;
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -29,12 +33,12 @@ pub fn subscribe(
     on_error: Channel<Option<String>>,
 ) {
     let st = Arc::clone(&state);
-    let mut updates = st.latest.subscribe();
+    let mut updates = st.view.subscribe();
     let mut errors = st.tick_error.subscribe();
     let task = tauri::async_runtime::spawn(async move {
         loop {
-            if let Some(p) = updates.borrow_and_update().clone() {
-                if !st.is_paused() && !send_update(&st, &on_update, p.update) {
+            if let Some(u) = updates.borrow_and_update().clone() {
+                if !st.is_paused() && !send_update(&st, &on_update, u) {
                     break;
                 }
             }
@@ -53,6 +57,94 @@ pub fn subscribe(
             old.abort();
         }
     }
+}
+
+/// Streams every target's status (local first), at most twice a second.
+#[tauri::command]
+pub fn subscribe_targets(state: AppStateRef<'_>, on_status: Channel<Vec<TargetStatus>>) {
+    let st = Arc::clone(&state);
+    let mut statuses = st.statuses.subscribe();
+    let task = tauri::async_runtime::spawn(async move {
+        loop {
+            let now = statuses.borrow_and_update().clone();
+            if on_status.send(now).is_err() {
+                break;
+            }
+            // Coalesced: twenty targets ticking each second are two messages, not twenty.
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            if statuses.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+    if let Ok(mut g) = state.target_subscriber.lock() {
+        if let Some(old) = g.replace(tokio_handle(task)) {
+            old.abort();
+        }
+    }
+}
+
+/// Adds a remote target (`ssh:[user@]host[:port]`, `docker:C`, `kubectl:[-n NS] POD [-c C]`,
+/// `cmd:COMMAND`), remembers it and starts streaming it; a string that is not a target is a
+/// worded error.
+#[tauri::command]
+pub async fn add_target(state: AppStateRef<'_>, text: String) -> Result<Settings, AppError> {
+    let target: Target = text.parse()?;
+    if target.is_local() {
+        return Err(AppError::NotFound("local is always there".into()));
+    }
+    let mut s = state.settings();
+    if !s.targets.contains(&target) {
+        s.targets.push(target.clone());
+    }
+    s.target = target;
+    save_settings(&state, s).await
+}
+
+/// Forgets a remote target and stops its stream (the command is killed).
+#[tauri::command]
+pub async fn remove_target(state: AppStateRef<'_>, target: Target) -> Result<Settings, AppError> {
+    let mut s = state.settings();
+    s.targets.retain(|t| t != &target);
+    if s.target == target {
+        s.target = Target::Local;
+    }
+    save_settings(&state, s).await
+}
+
+/// Shows another target's tree (`local` or a remembered one).
+#[tauri::command]
+pub async fn select_target(state: AppStateRef<'_>, target: Target) -> Result<Settings, AppError> {
+    let mut s = state.settings();
+    if !target.is_local() && !s.targets.contains(&target) {
+        return Err(AppError::NotFound(format!(
+            "{target} is not a known target: add it first"
+        )));
+    }
+    s.target = target;
+    save_settings(&state, s).await
+}
+
+/// Saves settings, applies them to the targets and the view (the local sampler is not
+/// restarted for a target change).
+async fn save_settings(state: &Arc<AppState>, s: Settings) -> Result<Settings, AppError> {
+    let s = s.clamped();
+    let path = state.settings_path.clone();
+    let saved = s.clone();
+    tokio::task::spawn_blocking(move || saved.save(&path))
+        .await
+        .map_err(|e| AppError::Task(e.to_string()))?
+        .map_err(|source| AppError::File {
+            what: "save settings to",
+            path: state.settings_path.display().to_string(),
+            source,
+        })?;
+    if let Ok(mut g) = state.settings.lock() {
+        *g = s.clone();
+    }
+    state.sync_targets();
+    state.show(&s.target);
+    Ok(s)
 }
 
 /// Sends one update and counts it; false when the UI is gone.
@@ -79,14 +171,46 @@ fn current(state: &AppState) -> Option<Snapshot> {
     if let Some(s) = state.offline.lock().ok().and_then(|g| g.clone()) {
         return Some(s);
     }
-    state.published().map(|p| p.update.snapshot.clone())
+    state.view.borrow().as_ref().map(|u| u.snapshot.clone())
+}
+
+/// The selected target when it is a remote one.
+fn remote_selected(state: &AppState) -> Option<Target> {
+    Some(state.settings().target).filter(|t| !t.is_local())
 }
 
 /// Plans a kill against the latest live tick (never an offline snapshot) and holds the plan in
 /// the backend; the UI shows it and may execute it once, by id.
 #[tauri::command]
-pub fn plan_kill(state: AppStateRef<'_>, request: KillRequest) -> Result<HeldPlan, AppError> {
-    plan(&state, &request)
+pub async fn plan_kill(state: AppStateRef<'_>, request: KillRequest) -> Result<HeldPlan, AppError> {
+    match remote_selected(&state) {
+        Some(t) if state.offline.lock().is_ok_and(|g| g.is_none()) => {
+            plan_remote(&state, t, request).await
+        }
+        _ => plan(&state, &request),
+    }
+}
+
+/// A remote plan: made and checked on the target (a dry run there), held here by id.
+async fn plan_remote(
+    state: &AppState,
+    target: Target,
+    request: KillRequest,
+) -> Result<HeldPlan, AppError> {
+    let how = fleet::RemoteKill {
+        dry_run: true,
+        ..fleet::RemoteKill::default()
+    };
+    let (_, answer) = fleet::kill_remote(&target, &request, &how, &state.engines()).await?;
+    let held = state
+        .plans
+        .lock()
+        .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?
+        .hold(answer.plan);
+    if let Ok(mut g) = state.remote_plans.lock() {
+        g.insert(held.id, (target, request));
+    }
+    Ok(held)
 }
 
 /// [`plan_kill`] without IPC.
@@ -125,6 +249,14 @@ pub async fn execute_kill(
         .lock()
         .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?
         .take(plan_id)?;
+    let remote = state
+        .remote_plans
+        .lock()
+        .ok()
+        .and_then(|mut g| g.remove(&plan_id));
+    if let Some((target, request)) = remote {
+        return execute_remote(&state.engines(), &target, &request, &plan, &on_progress).await;
+    }
     let live = state
         .published()
         .ok_or_else(|| AppError::NotFound("no sample yet".into()))?
@@ -139,10 +271,71 @@ pub async fn execute_kill(
     .map_err(|e| AppError::Task(e.to_string()))
 }
 
+/// Executes a remote plan there, restricted to the identities the user confirmed; the far
+/// side re-checks every refusal against its own table. Outcomes arrive at the end.
+async fn execute_remote(
+    engines: &Engines,
+    target: &Target,
+    request: &KillRequest,
+    plan: &debugtop_core::model::KillPlan,
+    on_progress: &Channel<Progress>,
+) -> Result<KillReport, AppError> {
+    let how = fleet::RemoteKill {
+        grace_ms: Some(plan.grace_ms),
+        dry_run: false,
+        only: plan
+            .targets
+            .iter()
+            .map(|t| ProcId::new(t.pid, t.start_ticks))
+            .collect(),
+    };
+    let answer = if how.only.is_empty() {
+        // Everything was refused when it was planned: nothing travels.
+        debugtop_core::model::KillAnswer {
+            plan: plan.clone(),
+            report: None,
+        }
+    } else {
+        fleet::kill_remote(target, request, &how, engines).await?.1
+    };
+    let mut report = answer.report.unwrap_or(KillReport {
+        outcomes: Vec::new(),
+    });
+    for r in &answer.plan.refused {
+        if !report.outcomes.iter().any(|o| o.pid == r.pid) {
+            report.outcomes.push(debugtop_core::model::PidOutcome {
+                pid: r.pid,
+                role: debugtop_core::model::Role::Other,
+                outcome: debugtop_core::model::Outcome::Refused { why: r.why.clone() },
+            });
+        }
+    }
+    for o in &report.outcomes {
+        let _ = on_progress.send(Progress::Done {
+            pid: o.pid,
+            outcome: o.outcome.clone(),
+        });
+    }
+    Ok(report)
+}
+
 /// Runs the liveness audit now — the same recipe and the same answer as `debugtop-cli audit`.
 #[tauri::command]
 pub async fn run_audit(state: AppStateRef<'_>) -> Result<AuditResult, AppError> {
     let config = state.settings().audit_config();
+    if let Some(t) = remote_selected(&state) {
+        let fleet = fleet::audit_targets(&[t], &config, &state.engines()).await;
+        let one = fleet.targets.into_iter().next();
+        return match one {
+            Some(TargetAudit {
+                result: Some(r), ..
+            }) => Ok(r),
+            Some(TargetAudit { error, .. }) => Err(AppError::Task(
+                error.unwrap_or_else(|| "the target gave no audit".into()),
+            )),
+            None => Err(AppError::Task("no target".into())),
+        };
+    }
     let mut sources = Sources::new(&config.sources())?;
     Ok(audit::audit(&mut sources, &config).await?.result)
 }
@@ -156,8 +349,31 @@ pub async fn export_snapshot(
     format: ExportFormat,
 ) -> Result<Option<String>, AppError> {
     let offline = state.offline.lock().is_ok_and(|g| g.is_some());
-    let mut snap =
-        current(&state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?;
+    let remote = remote_selected(&state).filter(|_| !offline);
+    let mut snap = match &remote {
+        // The far side's own snapshot (enriched there, from its files); never enriched here.
+        Some(t) => {
+            let fleet =
+                fleet::snapshot_targets(std::slice::from_ref(t), None, false, &state.engines())
+                    .await;
+            let one = fleet.targets.into_iter().next();
+            match one {
+                Some(TargetSnapshot {
+                    snapshot: Some(s), ..
+                }) => s,
+                Some(TargetSnapshot { error, .. }) => {
+                    return Err(AppError::Task(
+                        error.unwrap_or_else(|| "no snapshot".into()),
+                    ))
+                }
+                None => return Err(AppError::Task("no target".into())),
+            }
+        }
+        None => {
+            current(&state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?
+        }
+    };
+    let enrich = !offline && remote.is_none();
     let (ext, what) = match format {
         ExportFormat::Json => ("json", "JSON snapshot"),
         ExportFormat::Md => ("md", "Markdown report"),
@@ -169,7 +385,7 @@ pub async fn export_snapshot(
         let Some(path) = picker.save(what, ext, default) else {
             return Ok(None);
         };
-        if !offline {
+        if enrich {
             export::enrich(&mut snap, home.as_deref());
         }
         let text = export::render(&snap, format)?;
@@ -237,6 +453,8 @@ pub async fn set_settings(
         *g = s.clone();
     }
     state.start_sampler()?;
+    state.sync_targets();
+    state.show(&s.target);
     Ok(s)
 }
 

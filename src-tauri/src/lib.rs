@@ -81,6 +81,10 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
 fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
         commands::subscribe,
+        commands::subscribe_targets,
+        commands::add_target,
+        commands::remove_target,
+        commands::select_target,
         commands::current_snapshot,
         commands::plan_kill,
         commands::execute_kill,
@@ -99,6 +103,10 @@ fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Syn
 fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
         commands::subscribe,
+        commands::subscribe_targets,
+        commands::add_target,
+        commands::remove_target,
+        commands::select_target,
         commands::current_snapshot,
         commands::plan_kill,
         commands::execute_kill,
@@ -151,6 +159,7 @@ pub fn install_in<R: Runtime>(
     let state = Arc::new(AppState::new(settings::path_in(dir), notifier, picker));
     let s = Arc::clone(&state);
     tauri::async_runtime::block_on(async move { s.start_sampler() })?;
+    state.sync_targets();
     app.manage(Arc::clone(&state));
     Ok(state)
 }

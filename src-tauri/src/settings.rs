@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use debugtop_core::actions::audit::AuditConfig;
+use debugtop_core::model::Target;
 use debugtop_core::sampler;
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +21,14 @@ pub struct Settings {
     pub extra_servers: Vec<String>,
     /// Show a desktop notification when a new critical finding appears.
     pub notify_critical: bool,
+    /// Remote targets to stream (ssh, docker, kubectl, cmd), remembered.
+    pub targets: Vec<Target>,
+    /// The target whose tree is shown (`local`, or one of `targets`).
+    pub target: Target,
 }
+
+/// The most remote targets kept.
+pub const MAX_TARGETS: usize = 32;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -29,6 +37,8 @@ impl Default for Settings {
             grace_secs: 6.0,
             extra_servers: Vec::new(),
             notify_critical: true,
+            targets: Vec::new(),
+            target: Target::Local,
         }
     }
 }
@@ -44,6 +54,16 @@ impl Settings {
         self.extra_servers
             .retain(|u| u.starts_with("http://") && u.len() < 512);
         self.extra_servers.truncate(32);
+        let mut seen = Vec::new();
+        self.targets.retain(|t| {
+            let new = !t.is_local() && !seen.contains(t);
+            seen.push(t.clone());
+            new
+        });
+        self.targets.truncate(MAX_TARGETS);
+        if !self.target.is_local() && !self.targets.contains(&self.target) {
+            self.target = Target::Local;
+        }
         self
     }
 
@@ -102,12 +122,24 @@ mod tests {
             grace_secs: f64::NAN,
             extra_servers: vec!["http://127.0.0.1:3001".into(), "javascript:alert(1)".into()],
             notify_critical: false,
+            targets: vec![
+                "ssh:box".parse().unwrap(),
+                Target::Local,
+                "ssh:box".parse().unwrap(),
+            ],
+            target: "docker:gone".parse().unwrap(),
         };
         s.clone().clamped().save(&p).unwrap();
         let back = Settings::load(&p);
         assert_eq!(back.interval_ms, 100);
         assert_eq!(back.grace_secs, 6.0);
         assert_eq!(back.extra_servers, ["http://127.0.0.1:3001"]);
+        assert_eq!(back.targets, ["ssh:box".parse::<Target>().unwrap()]);
+        assert_eq!(
+            back.target,
+            Target::Local,
+            "a target not in the list is not shown"
+        );
         std::fs::write(&p, "{ not json").unwrap();
         assert_eq!(Settings::load(&p), Settings::default());
     }

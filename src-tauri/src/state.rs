@@ -7,9 +7,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use debugtop_core::actions::kill::PlanRegistry;
-use debugtop_core::model::{FindingId, Severity, Snapshot};
+use debugtop_core::actions::kill::{KillRequest, PlanRegistry};
+use debugtop_core::model::{
+    FindingId, Severity, Snapshot, Target, TargetState, TargetStatus, Update,
+};
 use debugtop_core::sampler::{self, Published};
+use debugtop_core::targets::{spawn_stream, Engines, StreamConfig, TargetFeed};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -39,6 +42,18 @@ pub struct IpcStats {
     pub bytes: AtomicU64,
 }
 
+/// A remote target's stream and the task that forwards it to the view and the statuses.
+struct Remote {
+    feed: TargetFeed,
+    forward: JoinHandle<()>,
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.forward.abort();
+    }
+}
+
 /// Shared state behind every command.
 pub struct AppState {
     /// The latest live tick (survives sampler restarts).
@@ -57,9 +72,20 @@ pub struct AppState {
     pub plans: Mutex<PlanRegistry>,
     /// What was sent to the UI.
     pub ipc: IpcStats,
+    /// What the UI is shown: the selected target's latest update.
+    pub view: watch::Sender<Option<Arc<Update>>>,
+    /// Every target's status, `local` first.
+    pub statuses: watch::Sender<Vec<TargetStatus>>,
+    /// Plans held for a remote target: plan id → where, and what was asked.
+    pub remote_plans: Mutex<std::collections::HashMap<u64, (Target, KillRequest)>>,
+    remotes: Mutex<Vec<Remote>>,
+    /// How targets are reached (`DEBUGTOP_SSH_COMMAND` at start; tests set their own).
+    pub engines: Mutex<Engines>,
     sampler: Mutex<Option<(JoinHandle<()>, JoinHandle<()>)>>,
     /// The task that forwards updates to the UI's channel.
     pub subscriber: Mutex<Option<JoinHandle<()>>>,
+    /// The task that forwards target statuses to the UI.
+    pub target_subscriber: Mutex<Option<JoinHandle<()>>>,
     notifier: Arc<dyn Notifier>,
     /// Save and open dialogs.
     pub picker: Arc<dyn FilePicker>,
@@ -90,8 +116,14 @@ impl AppState {
             settings_path,
             plans: Mutex::new(PlanRegistry::default()),
             ipc: IpcStats::default(),
+            view: watch::channel(None).0,
+            statuses: watch::channel(Vec::new()).0,
+            remote_plans: Mutex::new(std::collections::HashMap::new()),
+            remotes: Mutex::new(Vec::new()),
+            engines: Mutex::new(Engines::from_env()),
             sampler: Mutex::new(None),
             subscriber: Mutex::new(None),
+            target_subscriber: Mutex::new(None),
             notifier,
             picker,
         }
@@ -123,7 +155,11 @@ impl AppState {
                         if changed.is_err() { break; }
                         let Some(p) = running.updates.borrow_and_update().clone() else { continue };
                         critical_seen = Some(me.notify_new_critical(&p, critical_seen.as_ref()));
+                        if me.settings().target.is_local() {
+                            me.view.send_replace(Some(Arc::clone(&p.update)));
+                        }
                         me.latest.send_replace(Some(p));
+                        me.publish_statuses();
                         me.tick_error.send_replace(None);
                     }
                     changed = running.errors.changed() => {
@@ -172,6 +208,105 @@ impl AppState {
             }
         }
         critical
+    }
+
+    /// Streams every remote target in the settings (starting new ones, dropping removed ones,
+    /// which kills their commands).
+    pub fn sync_targets(self: &Arc<Self>) {
+        let wanted = self.settings().targets;
+        let rt = tauri::async_runtime::handle();
+        let _entered = rt.inner().enter();
+        if let Ok(mut remotes) = self.remotes.lock() {
+            remotes.retain(|r| wanted.contains(&r.feed.target));
+            for t in wanted {
+                if !remotes.iter().any(|r| r.feed.target == t) {
+                    remotes.push(self.stream(t));
+                }
+            }
+        }
+        self.publish_statuses();
+    }
+
+    fn stream(self: &Arc<Self>, target: Target) -> Remote {
+        let config = StreamConfig {
+            interval: std::time::Duration::from_millis(self.settings().interval_ms),
+            engines: self.engines(),
+            ..StreamConfig::default()
+        };
+        let feed = spawn_stream(target.clone(), config);
+        let mut rx = feed.feed.clone();
+        let me = Arc::clone(self);
+        let forward = tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                let update = rx.borrow_and_update().update.clone();
+                if me.settings().target == target {
+                    if let Some(u) = update {
+                        me.view.send_if_modified(|v| {
+                            let same = v.as_ref().is_some_and(|old| Arc::ptr_eq(old, &u));
+                            *v = Some(Arc::clone(&u));
+                            !same
+                        });
+                    }
+                }
+                me.publish_statuses();
+            }
+        });
+        Remote { feed, forward }
+    }
+
+    /// Shows `target` (local, or a remote one in the settings): its latest update goes to the
+    /// view at once when there is one.
+    pub fn show(&self, target: &Target) {
+        let update = if target.is_local() {
+            self.published().map(|p| p.update)
+        } else {
+            self.remote_update(target)
+        };
+        self.view.send_replace(update);
+        self.publish_statuses();
+    }
+
+    /// How targets are reached.
+    pub fn engines(&self) -> Engines {
+        self.engines.lock().map(|e| e.clone()).unwrap_or_default()
+    }
+
+    /// A remote target's latest update.
+    pub fn remote_update(&self, target: &Target) -> Option<Arc<Update>> {
+        self.remotes.lock().ok().and_then(|r| {
+            r.iter()
+                .find(|x| &x.feed.target == target)
+                .and_then(|x| x.feed.feed.borrow().update.clone())
+        })
+    }
+
+    fn local_status(&self) -> TargetStatus {
+        let at = self.published().map(|p| p.update.snapshot.taken_at);
+        let error = self.tick_error.borrow().clone();
+        TargetStatus {
+            target: Target::Local,
+            state: if error.is_some() {
+                TargetState::Failed
+            } else {
+                TargetState::Live
+            },
+            failure: None,
+            detail: error.unwrap_or_else(|| "this machine".to_owned()),
+            hello: None,
+            last_update_at: at,
+            since: at.unwrap_or_default(),
+            attempts: 1,
+            retry_at: None,
+        }
+    }
+
+    /// Rebuilds the statuses (local first, then each remote target in settings order).
+    pub fn publish_statuses(&self) {
+        let mut all = vec![self.local_status()];
+        if let Ok(r) = self.remotes.lock() {
+            all.extend(r.iter().map(|x| x.feed.feed.borrow().status.clone()));
+        }
+        self.statuses.send_replace(all);
     }
 
     /// Stops the sampler (for tests and shutdown).

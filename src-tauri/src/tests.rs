@@ -512,3 +512,119 @@ fn the_cli_and_the_app_audit_and_plan_alike_on_the_same_world() {
         assert!(!from_cli.targets.is_empty());
     }
 }
+
+/// The (pid, start ticks) of a plan's targets.
+fn identities(plan: &Value) -> Vec<(u32, u64)> {
+    plan["targets"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|x| {
+                    (
+                        u32::try_from(x["pid"].as_u64().unwrap_or(0)).unwrap_or(0),
+                        x["start_ticks"].as_u64().unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every identity is gone (or a zombie waiting for its parent).
+fn assert_all_gone(ids: &[(u32, u64)]) {
+    for (pid, ticks) in ids {
+        assert!(
+            debugtop_e2e::start_ticks(*pid) != Some(*ticks)
+                || debugtop_e2e::procs::state_of(*pid) == Some('Z'),
+            "planned pid {pid} is still alive"
+        );
+    }
+}
+
+/// A remote target through a real OpenSSH server (started by the test, throwaway keys) in
+/// front of this machine's real mcp-debugger with the seed leak: the app streams the far
+/// side's tree, plans the finding's kill there, executes it there, and the pids are gone.
+#[test]
+fn a_remote_target_over_real_ssh_shows_its_tree_and_kills_there() {
+    let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/debug/debugtop-cli");
+    assert!(
+        std::path::Path::new(cli).exists(),
+        "{cli} is missing: `cargo build -p debugtop-cli` (cargo test --workspace builds it)"
+    );
+    let sshd = debugtop_e2e::sshd::Sshd::start();
+    let server = debugtop_e2e::mcp::Server::start(60_000);
+    let (_harness, worker, _session) =
+        debugtop_e2e::mcp::seed_bug_stand_in(server.pid(), server.dir.path());
+    let t = TestApp::new();
+    let st = t.state();
+    if let Ok(mut e) = st.engines.lock() {
+        e.ssh = sshd
+            .ssh_command()
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+    }
+    let target = format!("ssh:target --cli {cli}");
+    let s = t
+        .call("add_target", json!({ "text": target }))
+        .expect("add a target");
+    assert_eq!(s["target"], target.as_str());
+    assert_eq!(s["targets"], json!([target]));
+    let e = t
+        .call("add_target", json!({ "text": "ssh:-oProxyCommand=id" }))
+        .expect_err("an option is not a host");
+    assert!(err_text(&e).contains("cannot start with '-'"), "{e}");
+
+    // The far side's tree, with the seed leak's finding, arrives over ssh.
+    let finding = wait_for(Duration::from_secs(60), || {
+        let s = t.call("current_snapshot", json!({})).ok()?;
+        s["findings"]
+            .as_array()?
+            .iter()
+            .find(|f| f["kind"] == "leaked-worker" && f["pids"][0] == worker)
+            .cloned()
+    })
+    .expect("the seed leak over ssh");
+    let live = st.statuses.borrow().clone();
+    let remote = live
+        .iter()
+        .find(|x| x.target.to_string() == target)
+        .expect("a status");
+    assert_eq!(
+        remote.state,
+        debugtop_core::model::TargetState::Live,
+        "{remote:?}"
+    );
+    assert!(remote.hello.is_some());
+
+    let held = t
+        .call(
+            "plan_kill",
+            json!({ "request": { "type": "finding", "id": finding["id"] } }),
+        )
+        .expect("a plan made on the target");
+    let planned = identities(&held["plan"]);
+    assert!(planned.iter().any(|(p, _)| *p == worker), "{held}");
+    let report = t
+        .call(
+            "execute_kill",
+            json!({ "planId": held["id"], "onProgress": "__CHANNEL__:31" }),
+        )
+        .expect("executed there");
+    let outcomes = report["outcomes"].as_array().expect("outcomes");
+    assert!(
+        outcomes.iter().all(|o| ["exited", "killed", "already-gone"]
+            .contains(&o["outcome"]["outcome"].as_str().unwrap_or(""))),
+        "{report}"
+    );
+    assert_all_gone(&planned);
+    // Back to this machine; the remote target is remembered until removed.
+    let s = t
+        .call("select_target", json!({ "target": "local" }))
+        .expect("local");
+    assert_eq!(s["target"], "local");
+    let s = t
+        .call("remove_target", json!({ "target": target }))
+        .expect("remove");
+    assert_eq!(s["targets"], json!([]));
+}

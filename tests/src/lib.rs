@@ -5,6 +5,7 @@
 
 pub mod mcp;
 pub mod procs;
+pub mod sshd;
 
 use std::time::{Duration, Instant};
 

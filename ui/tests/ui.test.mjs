@@ -377,3 +377,75 @@ test('a failed tick is said in the status bar until a tick succeeds again', asyn
   await page.waitForSelector('[data-testid=tick-error]', { state: 'detached' });
   await page.close();
 });
+
+const status = (target, state, failure, detail, extra = {}) => ({
+  target,
+  state,
+  failure,
+  detail,
+  hello: null,
+  last_update_at: null,
+  since: '2026-12-01T12:00:00Z',
+  attempts: 1,
+  retry_at: null,
+  ...extra,
+});
+
+test('a remote target that speaks wrong is worded, and the window stays usable', async () => {
+  const bad = "cmd:sh -c 'echo garbage'";
+  const settings = { interval_ms: 1000, grace_secs: 6, extra_servers: [], notify_critical: true, targets: [bad, 'ssh:box'], target: bad };
+  const { page, errors } = await open(browser, srv.url, {
+    get_settings: settings,
+    select_target: { ...settings, target: 'ssh:box' },
+    add_target: { error: '"ftp:x" is not a target: the kind is one of local, ssh, docker, kubectl, cmd' },
+  });
+  await page.waitForFunction(() => window.__ipc.channels['subscribe_targets:onStatus']);
+  const local = status('local', 'live', null, 'this machine');
+  const steps = [
+    ['incompatible', 'the far side speaks debugtop.stream/0 (debugtop 0.0.1), this debugtop speaks debugtop.stream/1 (debugtop 0.1.0): install the same debugtop-cli version there; retrying in 1 s'],
+    ['garbage', 'it printed something that is not debugtop\'s stream: "<img src=x onerror=alert(1)>" (a login banner or shell message on stdout?)'],
+    ['stalled', 'no hello within 30 s (a slow link, or a prompt waiting for input?)'],
+  ];
+  for (const [failure, detail] of steps) {
+    await page.evaluate((s) => window.__push('subscribe_targets:onStatus', s), [local, status(bad, 'failed', failure, detail), status('ssh:box', 'connecting', null, 'connecting')]);
+    await page.waitForFunction((d) => document.querySelector('[data-testid=target-banner]')?.textContent.includes(d), detail.slice(0, 40));
+    assert.match(await page.textContent('[data-testid=connecting]'), /Waiting for cmd:/);
+    assert.match(await page.textContent('[data-testid=status]'), /cmd:sh -c 'echo garbage': failed/);
+  }
+  // Hostile text from the far side is text: no element made, no script run.
+  assert.equal(await page.locator('img').count(), 0);
+  // Still usable: the filter takes input, the switcher switches, a bad target is worded.
+  await page.fill('[data-testid=filter]', 'adapter');
+  await page.selectOption('[data-testid=target]', 'ssh:box');
+  await page.waitForFunction(() => window.__ipc.calls.some((c) => c.cmd === 'select_target' && c.args.target === 'ssh:box'));
+  // The remote tree arrives and its findings say where they are.
+  await page.evaluate((s) => window.__push('subscribe_targets:onStatus', s), [local, status(bad, 'failed', 'garbage', 'x'), status('ssh:box', 'live', null, 'live', { last_update_at: new Date().toISOString() })]);
+  await push(page, sample, 1);
+  await page.fill('[data-testid=filter]', '');
+  await page.click('[data-id="proc:1019.7133"]');
+  await page.waitForSelector('[data-testid=finding-target]');
+  assert.match(await page.textContent('[data-testid=finding-target]'), /on ssh:box/);
+  assert.equal(await page.locator('[data-testid=target-banner]').count(), 0, 'a live target has no banner');
+  await page.click('[data-testid=add-target]');
+  await page.fill('[data-testid=new-target]', 'ftp:x');
+  await page.click('[data-testid=add-target-ok]');
+  await page.waitForFunction(() => document.querySelector('.message')?.textContent.includes('is not a target'));
+  assert.equal(await page.evaluate(() => window.__ipc.alerts), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the empty state offers a remote target beside connect, demo and open', async () => {
+  const empty = clone(sample);
+  empty.tree = [];
+  const { page } = await open(browser, srv.url, {
+    add_target: { interval_ms: 1000, grace_secs: 6, extra_servers: [], notify_critical: true, targets: ['ssh:dev@box'], target: 'ssh:dev@box' },
+  });
+  await push(page, empty, 1);
+  await page.waitForSelector('[data-testid=empty]');
+  await page.fill('[data-testid=empty-target]', 'ssh:dev@box');
+  await page.click('[data-testid=empty-add-target]');
+  await page.waitForFunction(() => window.__ipc.calls.some((c) => c.cmd === 'add_target' && c.args.text === 'ssh:dev@box'));
+  await page.waitForSelector('[data-testid=connecting]');
+  await page.close();
+});

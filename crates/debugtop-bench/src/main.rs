@@ -265,6 +265,61 @@ async fn server_tick(a: &Args) -> anyhow::Result<()> {
         stats(v),
         "ms",
     );
+    let u = e.tick().await?;
+    targets_cost(a, &serde_json::to_string(&u)?).await
+}
+
+/// What 20 remote targets streaming at 1 Hz cost the process that reads them (the app's
+/// target streams, in process here): each target is a `cmd:` replaying this run's real update
+/// (a real server with its sessions) once a second, so only the reading side is measured.
+/// Against the same process idle for as long, measured just before.
+async fn targets_cost(a: &Args, update: &str) -> anyhow::Result<()> {
+    use debugtop_core::targets::{hello_line, spawn_stream, Engines, StreamConfig};
+    let n = if a.smoke { 2 } else { 20 };
+    let secs = a.cpu_secs.min(30);
+    let dir = std::env::temp_dir().join(format!("debugtop-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("hello"), hello_line() + "\n")?;
+    std::fs::write(dir.join("update"), format!("{update}\n"))?;
+    let script = format!(
+        "cat {d}/hello; while :; do cat {d}/update || exit 1; sleep 1; done",
+        d = dir.display()
+    );
+    let idle = {
+        let t0 = cpu_ticks_self();
+        let start = Instant::now();
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        (cpu_ticks_self() - t0) as f64 / 100.0 / start.elapsed().as_secs_f64() * 100.0
+    };
+    let feeds: Vec<_> = (0..n)
+        .map(|_| {
+            let t = debugtop_core::model::Target::Cmd {
+                argv: vec!["sh".into(), "-c".into(), script.clone(), "sh".into()],
+            };
+            spawn_stream(
+                t,
+                StreamConfig {
+                    engines: Engines::default(),
+                    ..StreamConfig::default()
+                },
+            )
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let live = feeds
+        .iter()
+        .filter(|f| f.feed.borrow().update.is_some())
+        .count();
+    let t0 = cpu_ticks_self();
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let pct = (cpu_ticks_self() - t0) as f64 / 100.0 / start.elapsed().as_secs_f64() * 100.0;
+    drop(feeds);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "{n} targets at 1 Hz ({live} live, {} kB per update): {pct:.2} % of a core over {secs} s (idle: {idle:.2} %)",
+        update.len() / 1024
+    );
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use debugtop_core::actions::audit::AuditConfig;
 use debugtop_core::actions::export::ExportFormat;
+use debugtop_core::model::{ProcId, Target};
 
 /// The longest SIGTERM → SIGKILL grace a kill accepts, in milliseconds.
 pub const MAX_GRACE_MS: u64 = 60_000;
@@ -20,6 +21,10 @@ pub const MAX_GRACE_MS: u64 = 60_000;
     about = "What your debug server really has running, and what it left behind."
 )]
 pub struct Cli {
+    /// Print the hello line first (debugtop's version, stream schema, host, kernel,
+    /// capabilities): what a debugtop on another machine reads to know who answers.
+    #[arg(long)]
+    pub hello: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -42,9 +47,14 @@ pub enum Command {
         /// Keep secrets in argv (off by default: snapshots are meant to be shared).
         #[arg(long)]
         no_redact: bool,
+        /// Take it on these targets instead (repeatable; `local` is this machine): one fleet
+        /// file (`debugtop.fleet/1`, or Markdown) with every target's tree.
+        #[arg(long = "target", value_name = "TARGET")]
+        targets: Vec<Target>,
     },
     /// Stream updates: one line per tick (NDJSON with --json, a summary otherwise). Tick errors
-    /// go to stderr, one line each; the stream goes on.
+    /// go to stderr, one line each; the stream goes on. With --json the first line is the
+    /// hello line (`{"hello": …}`), then one `Update` per line: the stream remote targets read.
     Watch {
         /// Tick interval in milliseconds.
         #[arg(long, default_value_t = 1000)]
@@ -67,6 +77,12 @@ pub enum Command {
         /// JSON instead of a readable report.
         #[arg(long)]
         json: bool,
+        /// Audit these targets (repeatable; `local` is this machine) and exit with the worst
+        /// status: ssh:[user@]host[:port], docker:CONTAINER, kubectl:[-n NS] POD [-c C],
+        /// cmd:COMMAND (each runs debugtop-cli on the far side; `--cli PATH` after the target
+        /// names it there). `DEBUGTOP_SSH_COMMAND` replaces `ssh` (as GIT_SSH_COMMAND does).
+        #[arg(long = "target", value_name = "TARGET")]
+        targets: Vec<Target>,
     },
     /// End a process (or what a finding names) safely: plan, SIGTERM, wait, SIGKILL, verify.
     /// Exit 0 only if every targeted process is verified gone.
@@ -92,6 +108,18 @@ pub enum Command {
         /// processes unless run as root. Without --force such a pid is refused.
         #[arg(long)]
         force: bool,
+        /// Kill on this target (a finding id from `audit --target`): the plan is made, checked
+        /// and executed there, where the pids live; only what you confirm here is signalled.
+        #[arg(long = "target", value_name = "TARGET")]
+        on: Option<Target>,
+        /// Print the plan and the outcome as one JSON document (`KillAnswer`); needs --yes or
+        /// --dry-run.
+        #[arg(long)]
+        json: bool,
+        /// Signal only these identities (`pid.start-ticks`, comma-separated): what a
+        /// confirmation elsewhere showed. Anything else the plan holds now is refused.
+        #[arg(long, value_delimiter = ',', value_name = "IDS")]
+        only: Option<Vec<ProcId>>,
     },
 }
 

@@ -9,9 +9,14 @@ use anyhow::Context;
 use clap::Parser;
 use debugtop_cli::{audit_config, AuditArgs, Cli, Command, Format};
 use debugtop_core::actions::{audit, export, kill};
-use debugtop_core::model::{LiveTable, SourceState, TreeNode, Update};
+use debugtop_core::model::{
+    KillAnswer, KillPlan, KillReport, LiveTable, ProcId, Refusal, SourceState, Target, TreeNode,
+    Update,
+};
 use debugtop_core::sampler::{self, Config, Engine};
 use debugtop_core::sources::Sources;
+
+mod fleet;
 
 fn main() -> ExitCode {
     let rt = match tokio::runtime::Builder::new_multi_thread()
@@ -35,20 +40,48 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    if cli.hello {
+        say(&debugtop_core::targets::hello_line())?;
+    }
     match cli.command {
         Command::Snapshot {
             servers,
             format,
             out,
             no_redact,
+            targets,
+        } if !targets.is_empty() => {
+            let local = if targets.iter().any(Target::is_local) {
+                Some(take_snapshot(servers, no_redact).await?)
+            } else {
+                None
+            };
+            fleet::snapshot(&targets, local, format, out, no_redact).await
+        }
+        Command::Snapshot {
+            servers,
+            format,
+            out,
+            no_redact,
+            ..
         } => snapshot(servers, format, out, no_redact).await,
         Command::Watch {
             interval,
             servers,
             json,
             count,
-        } => watch(interval, servers, json, count).await,
-        Command::Audit { args, json } => {
+        } => {
+            if json && !cli.hello {
+                say(&debugtop_core::targets::hello_line())?;
+            }
+            watch(interval, servers, json, count).await
+        }
+        Command::Audit {
+            args,
+            json,
+            targets,
+        } if !targets.is_empty() => fleet::audit(&args, &targets, json).await,
+        Command::Audit { args, json, .. } => {
             let run = audit_now(&args).await?;
             let text = if json {
                 serde_json::to_string_pretty(&run.result)? + "\n"
@@ -58,21 +91,51 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             std::io::stdout().lock().write_all(text.as_bytes())?;
             Ok(ExitCode::from(run.result.exit_code()))
         }
-        Command::Kill {
-            target,
-            tree,
-            grace_ms,
-            dry_run,
-            yes,
-            force,
-        } => {
-            let opts = kill::KillOptions {
-                grace: grace_ms.map(Duration::from_millis),
-                force,
-            };
-            kill_cmd(&target, tree, opts, dry_run, yes).await
-        }
+        kill @ Command::Kill { .. } => kill_command(kill).await,
     }
+}
+
+/// `kill`: on a target (planned and checked there), or here.
+async fn kill_command(command: Command) -> anyhow::Result<ExitCode> {
+    let Command::Kill {
+        target,
+        tree,
+        grace_ms,
+        dry_run,
+        yes,
+        force,
+        on,
+        json,
+        only,
+    } = command
+    else {
+        anyhow::bail!("not a kill command");
+    };
+    if let Some(on) = on.filter(|t| !t.is_local()) {
+        if force {
+            anyhow::bail!("--force is for pids on this machine: on a target, kill a finding id from `audit --target`, or a pid in its trees");
+        }
+        return fleet::kill(&on, &target, tree, grace_ms, dry_run, yes, json).await;
+    }
+    let opts = kill::KillOptions {
+        grace: grace_ms.map(Duration::from_millis),
+        force,
+    };
+    let how = KillHow {
+        dry_run,
+        yes,
+        json,
+        only,
+    };
+    kill_cmd(&target, tree, opts, how).await
+}
+
+/// Writes one line to stdout.
+fn say(line: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
 }
 
 async fn audit_now(args: &AuditArgs) -> anyhow::Result<audit::AuditRun> {
@@ -89,6 +152,29 @@ async fn snapshot(
     out: Option<std::path::PathBuf>,
     no_redact: bool,
 ) -> anyhow::Result<ExitCode> {
+    let snap = take_snapshot(servers, no_redact).await?;
+    let text = export::render(&snap, format.into())?;
+    write_out(out.as_deref(), &text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to `out` (atomically) or stdout.
+fn write_out(out: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
+    match out {
+        Some(path) => export::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display())),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("cannot write to stdout"),
+    }
+}
+
+/// One live snapshot of this machine, enriched for export.
+async fn take_snapshot(
+    servers: Vec<String>,
+    no_redact: bool,
+) -> anyhow::Result<debugtop_core::model::Snapshot> {
     let mut config = Config::default();
     config.sources.extra_servers = servers;
     config.state.redact = !no_redact;
@@ -106,16 +192,7 @@ async fn snapshot(
         .context("cannot read the process table")?
         .snapshot;
     export::enrich(&mut snap, home.as_deref());
-    let text = export::render(&snap, format.into())?;
-    match out {
-        Some(path) => export::write_atomic(&path, text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?,
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .context("cannot write to stdout")?,
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(snap)
 }
 
 async fn watch(
@@ -166,13 +243,36 @@ async fn watch(
     Ok(ExitCode::SUCCESS)
 }
 
+/// How a kill is confirmed and reported.
+struct KillHow {
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+    only: Option<Vec<ProcId>>,
+}
+
+/// Keeps only the confirmed identities; anything else the plan holds now is refused.
+fn restrict(plan: &mut KillPlan, only: &[ProcId]) {
+    let (keep, drop): (Vec<_>, Vec<_>) = plan
+        .targets
+        .drain(..)
+        .partition(|t| only.contains(&ProcId::new(t.pid, t.start_ticks)));
+    plan.targets = keep;
+    plan.refused.extend(drop.into_iter().map(|t| Refusal {
+        pid: t.pid,
+        why: "not in the plan that was confirmed (--only)".to_owned(),
+    }));
+}
+
 async fn kill_cmd(
     target: &str,
     tree: bool,
     opts: kill::KillOptions,
-    dry_run: bool,
-    yes: bool,
+    how: KillHow,
 ) -> anyhow::Result<ExitCode> {
+    if how.json && !how.yes && !how.dry_run {
+        anyhow::bail!("with --json there is no prompt: pass --yes or --dry-run");
+    }
     let mut request = kill::parse_target(target)?;
     if let kill::KillRequest::Pid { tree: t, .. } = &mut request {
         *t = tree;
@@ -184,7 +284,13 @@ async fn kill_cmd(
         }
         kill::KillRequest::Pid { .. } => (Vec::new(), live_now().await?),
     };
-    let plan = kill::plan_for(&request, &findings, &live, opts)?;
+    let mut plan = kill::plan_for(&request, &findings, &live, opts)?;
+    if let Some(only) = &how.only {
+        restrict(&mut plan, only);
+    }
+    if how.json {
+        return kill_json(plan, how.dry_run).await;
+    }
     let mut out = std::io::stdout().lock();
     writeln!(out, "plan:")?;
     for line in plan.describe() {
@@ -194,25 +300,15 @@ async fn kill_cmd(
         writeln!(out, "nothing to kill")?;
         return Ok(ExitCode::from(1));
     }
-    if dry_run {
+    if how.dry_run {
         return Ok(ExitCode::SUCCESS);
     }
-    if !yes && !confirmed(&mut out)? {
+    if !how.yes && !confirmed(&mut out)? {
         writeln!(out, "nothing done")?;
         return Ok(ExitCode::from(1));
     }
     drop(out);
-    // Every refusal again, against the table as it is now (time passed at the prompt).
-    let plan = kill::recheck(&plan, &live_now().await?);
-    let report = tokio::task::spawn_blocking(move || {
-        kill::execute(&plan, |p| {
-            if let debugtop_core::model::Progress::Signalled { pid, signal } = p {
-                println!("  {signal} → {pid}");
-            }
-        })
-    })
-    .await
-    .context("the kill task failed")?;
+    let report = execute_now(plan, true).await?;
     let mut out = std::io::stdout().lock();
     for o in &report.outcomes {
         writeln!(out, "{} {}: {}", o.role, o.pid, o.outcome)?;
@@ -222,6 +318,37 @@ async fn kill_cmd(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Every refusal again, against the table as it is now (time passed since planning), then
+/// the signals.
+async fn execute_now(plan: KillPlan, print: bool) -> anyhow::Result<KillReport> {
+    let plan = kill::recheck(&plan, &live_now().await?);
+    tokio::task::spawn_blocking(move || {
+        kill::execute(&plan, |p| {
+            if let (true, debugtop_core::model::Progress::Signalled { pid, signal }) = (print, p) {
+                println!("  {signal} → {pid}");
+            }
+        })
+    })
+    .await
+    .context("the kill task failed")
+}
+
+/// `kill --json`: the plan, executed unless a dry run, as one `KillAnswer`.
+async fn kill_json(plan: KillPlan, dry_run: bool) -> anyhow::Result<ExitCode> {
+    let report = if dry_run || plan.targets.is_empty() {
+        None
+    } else {
+        Some(execute_now(plan.clone(), false).await?)
+    };
+    let code = match &report {
+        Some(r) if r.all_gone() => 0,
+        None if dry_run && !plan.targets.is_empty() => 0,
+        _ => 1,
+    };
+    say(&serde_json::to_string(&KillAnswer { plan, report })?)?;
+    Ok(ExitCode::from(code))
 }
 
 /// The live table of one tick now.

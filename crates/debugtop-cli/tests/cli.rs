@@ -58,11 +58,18 @@ async fn snapshot_and_watch_show_a_real_server_and_its_session() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
+    let mut lines: Vec<Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // The stream starts with who is speaking, then one update per line.
+    let hello = lines.remove(0);
+    assert_eq!(hello["hello"]["stream"], "debugtop.stream/1", "{hello}");
+    assert!(
+        hello["hello"]["capabilities"].to_string().contains("kill"),
+        "{hello}"
+    );
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["seq"], 1);
     assert_eq!(lines[1]["seq"], 2);

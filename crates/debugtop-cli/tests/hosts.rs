@@ -137,7 +137,8 @@ fn a_crashed_host_leaves_exactly_the_eof_ignoring_server_orphaned() {
     let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "500"]));
     let stream = collect_lines(&mut watch);
     wait_for(Duration::from_secs(10), || {
-        (!stream.lock().unwrap().is_empty()).then_some(())
+        // The hello line, then at least one update.
+        (stream.lock().unwrap().len() >= 2).then_some(())
     })
     .expect("watch streams");
 

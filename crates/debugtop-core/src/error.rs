@@ -108,9 +108,61 @@ pub enum Error {
     /// The blocking half of the sources panicked on its thread; the sampler must be restarted.
     #[error("the process-table reader stopped (a panic on its thread): restart debugtop")]
     SourcesLost,
+    /// A target string that does not name a target.
+    #[error("{text:?} is not a target: {why}")]
+    NotATarget {
+        /// What was given (cut at 120 characters).
+        text: String,
+        /// What is wrong, and how to say it.
+        why: String,
+    },
+    /// A target could not be reached, or did not speak debugtop's stream.
+    #[error("{target}: {detail}")]
+    Target {
+        /// The target.
+        target: String,
+        /// Why, as a kind.
+        failure: TargetFailure,
+        /// In words, with what to do.
+        detail: String,
+    },
     /// A kill plan id that is unknown, or was already executed.
     #[error("no kill plan {0} is waiting: plans are made by plan_kill and run at most once")]
     NoSuchPlan(u64),
+}
+
+/// Why a target failed, as a kind (the detail has the words). Part of the model (re-exported
+/// there); kept here so the error can carry it without the error layer importing the model.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    ts_rs::TS,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum TargetFailure {
+    /// `ssh`, `docker` or `kubectl` is not installed here.
+    NoEngine,
+    /// `debugtop-cli` is not on the far side.
+    NotInstalled,
+    /// Login refused (key, host key, permissions).
+    Auth,
+    /// Host, container or pod not reachable.
+    Unreachable,
+    /// The far side speaks another stream version.
+    Incompatible,
+    /// The far side printed something that is not debugtop's stream.
+    Garbage,
+    /// Nothing arrived in time.
+    Stalled,
+    /// The connection ended.
+    Lost,
 }
 
 /// Shorthand used across the crate.

@@ -20,6 +20,7 @@ pub mod safe_fs;
 pub mod sampler;
 pub mod sources;
 pub mod state;
+pub mod targets;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

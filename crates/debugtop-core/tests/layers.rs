@@ -14,7 +14,7 @@ fn layer(module: &str) -> Option<u8> {
         "redact" | "safe_fs" => 2,
         "collect" => 3,
         "sources" | "state" => 4,
-        "report" => 5,
+        "report" | "targets" => 5,
         "actions" | "sampler" => 6,
         "testing" => 7,
         _ => return None,

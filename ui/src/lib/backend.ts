@@ -10,6 +10,7 @@ import type { Progress } from './bindings/Progress';
 import type { AuditResult } from './bindings/AuditResult';
 import type { Settings } from './bindings/Settings';
 import type { ExportFormat } from './bindings/ExportFormat';
+import type { TargetStatus } from './bindings/TargetStatus';
 
 /** Live updates, and tick errors (`null` once ticks succeed again). */
 export function subscribe(onUpdate: (u: Update) => void, onError: (e: string | null) => void): Promise<void> {
@@ -43,3 +44,14 @@ export const startDemo = () => invoke<string>('start_demo');
 export function errorText(e: unknown): string {
   return typeof e === 'string' ? e : e instanceof Error ? e.message : JSON.stringify(e);
 }
+
+/** Every target's status (local first), pushed by the backend at most twice a second. */
+export function subscribeTargets(onStatus: (s: TargetStatus[]) => void): Promise<void> {
+  const statuses = new Channel<TargetStatus[]>();
+  statuses.onmessage = onStatus;
+  return invoke('subscribe_targets', { onStatus: statuses });
+}
+/** Adds a remote target by its text (`ssh:box`, `docker:c`, `kubectl:pod`, `cmd:…`) and shows it. */
+export const addTarget = (text: string) => invoke<Settings>('add_target', { text });
+export const removeTarget = (target: string) => invoke<Settings>('remove_target', { target });
+export const selectTarget = (target: string) => invoke<Settings>('select_target', { target });

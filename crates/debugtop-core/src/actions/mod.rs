@@ -3,4 +3,5 @@
 
 pub mod audit;
 pub mod export;
+pub mod fleet;
 pub mod kill;

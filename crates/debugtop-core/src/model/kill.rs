@@ -225,3 +225,14 @@ pub enum Progress {
         outcome: Outcome,
     },
 }
+
+/// What `debugtop-cli kill --json` prints: the plan, and what executing it did (`None` for a
+/// dry run, an empty plan, or no confirmation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct KillAnswer {
+    /// The plan, as checked on the machine where the pids live.
+    pub plan: KillPlan,
+    /// The outcome per pid.
+    pub report: Option<KillReport>,
+}

@@ -16,6 +16,7 @@ mod observation;
 mod process;
 mod sessions;
 mod snapshot;
+mod target;
 mod timeline;
 mod tree;
 mod update;
@@ -25,7 +26,8 @@ pub use finding::{Finding, FindingKind, Severity};
 pub use health::{Health, HealthError, HttpSessionDetail};
 pub use ids::{parse_pid, session_id, short, FindingId, ProcId};
 pub use kill::{
-    KillPlan, KillReport, KillSignal, KillTarget, Outcome, PidOutcome, Progress, Refusal, Via,
+    KillAnswer, KillPlan, KillReport, KillSignal, KillTarget, Outcome, PidOutcome, Progress,
+    Refusal, Via,
 };
 pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
 pub use observation::{
@@ -41,9 +43,12 @@ pub use snapshot::{
     Environment, LogExcerpt, ServerVersion, Snapshot, SourceKind, SourceState, SourceStatus,
     EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
 };
+pub use target::{
+    Capability, Hello, HelloLine, Target, TargetFailure, TargetState, TargetStatus, STREAM_SCHEMA,
+};
 pub use timeline::{TimelineEvent, TimelineKind};
 pub use tree::{proc_node_id, NodeKind, NodeStatus, TreeNode};
-pub use update::{audit_result, AuditResult, Update};
+pub use update::{audit_result, AuditResult, FleetAudit, TargetAudit, Update};
 
 /// The default grace: how long a condition must hold before it is a finding. Six seconds,
 /// because the server's own force-kill of a worker that does not exit fires at five.

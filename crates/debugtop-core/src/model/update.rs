@@ -8,6 +8,7 @@ use super::finding::{Finding, Severity};
 use super::logs::LogEvent;
 use super::process::ServerInfo;
 use super::snapshot::{Snapshot, SourceState, SourceStatus};
+use super::target::{Hello, Target};
 
 /// One published result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -120,4 +121,84 @@ pub fn audit_result(s: &Snapshot) -> AuditResult {
         findings: s.findings.clone(),
         sources: s.sources.clone(),
     }
+}
+
+/// One target's part of a fleet audit: its answer, or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct TargetAudit {
+    /// Where.
+    pub target: Target,
+    /// Who answered (remote targets).
+    pub hello: Option<Hello>,
+    /// The audit, when it ran.
+    pub result: Option<AuditResult>,
+    /// Why it could not audit (exit 2 for the fleet).
+    pub error: Option<String>,
+}
+
+/// `debugtop-cli audit --target …`: every target's audit, and the worst status of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct FleetAudit {
+    /// Each target, in the order given.
+    pub targets: Vec<TargetAudit>,
+}
+
+impl FleetAudit {
+    /// The worst status: 2 when a target could not be audited, 1 with findings, 0 clean.
+    pub fn exit_code(&self) -> u8 {
+        self.targets
+            .iter()
+            .map(|t| match &t.result {
+                None => 2,
+                Some(r) => r.exit_code(),
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The readable report: each target's, under its name.
+    pub fn to_text(&self) -> String {
+        let mut o = String::new();
+        for t in &self.targets {
+            let host = t
+                .hello
+                .as_ref()
+                .map(|h| format!(" ({}, debugtop {})", h.host, h.debugtop))
+                .unwrap_or_default();
+            o.push_str(&format!("== {}{host}\n", t.target));
+            match (&t.result, &t.error) {
+                (Some(r), _) => {
+                    let text = r.to_text();
+                    // Kill hints name the target, so a copied command acts where the pids live.
+                    let hint = format!("debugtop-cli kill --target {} ", shell_word(&t.target));
+                    o.push_str(&if t.target.is_local() {
+                        text
+                    } else {
+                        text.replace("debugtop-cli kill ", &hint)
+                    });
+                }
+                (None, e) => o.push_str(&format!(
+                    "could not audit: {}\n",
+                    e.as_deref().unwrap_or("no answer")
+                )),
+            }
+        }
+        let worst = match self.exit_code() {
+            0 => "all targets healthy",
+            1 => "findings on at least one target",
+            _ => "at least one target could not be audited",
+        };
+        o.push_str(&format!(
+            "fleet: {worst} ({} target(s))\n",
+            self.targets.len()
+        ));
+        o
+    }
+}
+
+fn shell_word(t: &Target) -> String {
+    let s = t.to_string();
+    shlex::try_quote(&s).map_or(s.clone(), |q| q.into_owned())
 }

@@ -443,40 +443,9 @@ impl LogTail {
             path: path.clone(),
             detail: source.to_string(),
         };
-        let mut file = match open_untrusted(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                return Err(Error::Log {
-                    path,
-                    detail: "a symbolic link: not followed".into(),
-                })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err(Error::Log {
-                    detail: denied(&path),
-                    path,
-                })
-            }
-            Err(e) => return Err(io(e)),
+        let Some((mut file, meta)) = self.open_checked()? else {
+            return Ok(Vec::new());
         };
-        let meta = file.metadata().map_err(io)?;
-        if !meta.is_file() {
-            return Err(Error::Log {
-                path,
-                detail: "not a regular file (a FIFO, a device or a directory): not read".into(),
-            });
-        }
-        if let Some(want) = self.owner.filter(|w| *w != meta.uid()) {
-            return Err(Error::Log {
-                path,
-                detail: format!(
-                    "owned by uid {}, not by the server's user (uid {want}): not read (a server's \
-                     command line can point debugtop only at its own user's files)",
-                    meta.uid()
-                ),
-            });
-        }
         let identity = file_identity(&meta);
         let replaced = self.identity.is_some_and(|id| id != identity);
         let truncated = meta.len() < self.offset;
@@ -501,6 +470,41 @@ impl LogTail {
         self.offset += n as u64;
         self.remember_mark(&buf);
         Ok(self.feed(&buf))
+    }
+
+    /// Opens the log as untrusted input: no symlink, a regular file, of the server's user.
+    /// `None` when it does not exist (yet).
+    fn open_checked(&self) -> Result<Option<(std::fs::File, std::fs::Metadata)>> {
+        let path = self.path.clone();
+        let fail = |detail: String| Error::Log {
+            path: path.clone(),
+            detail,
+        };
+        let file = match open_untrusted(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Err(fail("a symbolic link: not followed".into()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(fail(denied(&path)))
+            }
+            Err(e) => return Err(fail(e.to_string())),
+        };
+        let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(fail(
+                "not a regular file (a FIFO, a device or a directory): not read".into(),
+            ));
+        }
+        if let Some(want) = self.owner.filter(|w| *w != meta.uid()) {
+            return Err(fail(format!(
+                "owned by uid {}, not by the server's user (uid {want}): not read (a server's \
+                 command line can point debugtop only at its own user's files)",
+                meta.uid()
+            )));
+        }
+        Ok(Some((file, meta)))
     }
 
     fn restart(&mut self) {

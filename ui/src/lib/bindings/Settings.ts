@@ -19,4 +19,12 @@ extra_servers: Array<string>,
 /**
  * Show a desktop notification when a new critical finding appears.
  */
-notify_critical: boolean, };
+notify_critical: boolean, 
+/**
+ * Remote targets to stream (ssh, docker, kubectl, cmd), remembered.
+ */
+targets: Array<string>, 
+/**
+ * The target whose tree is shown (`local`, or one of `targets`).
+ */
+target: string, };

@@ -1,0 +1,137 @@
+//! The CLI's target commands: `audit --target …` (the fleet gate), `kill --target T <id>` and
+//! `snapshot --target …`. Each calls the core's fleet actions and prints; plans are made and
+//! checked on the target.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use debugtop_cli::{audit_config, AuditArgs, Format};
+use debugtop_core::actions::fleet::{self as core_fleet, RemoteKill};
+use debugtop_core::actions::kill;
+use debugtop_core::model::{ProcId, Snapshot, Target};
+use debugtop_core::targets::Engines;
+
+/// Audits every target; exits with the worst status.
+pub async fn audit(args: &AuditArgs, targets: &[Target], json: bool) -> anyhow::Result<ExitCode> {
+    let fleet = core_fleet::audit_targets(targets, &audit_config(args), &Engines::from_env()).await;
+    let text = if json {
+        serde_json::to_string_pretty(&fleet)? + "\n"
+    } else {
+        fleet.to_text()
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::from(fleet.exit_code()))
+}
+
+/// Kills a finding (or a pid) on a target: its plan from a dry run there, confirmed here, executed there
+/// restricted to the confirmed identities.
+pub async fn kill(
+    on: &Target,
+    finding: &str,
+    tree: bool,
+    grace_ms: Option<u64>,
+    dry_run: bool,
+    yes: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let mut request = kill::parse_target(finding)?;
+    if let kill::KillRequest::Pid { tree: t, .. } = &mut request {
+        *t = tree;
+    }
+    if json && !yes && !dry_run {
+        anyhow::bail!("with --json there is no prompt: pass --yes or --dry-run");
+    }
+    let preview = RemoteKill {
+        grace_ms,
+        dry_run: true,
+        only: Vec::new(),
+    };
+    let (hello, shown) =
+        core_fleet::kill_remote(on, &request, &preview, &Engines::from_env()).await?;
+    if json && dry_run {
+        println!("{}", serde_json::to_string(&shown)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    if !json {
+        writeln!(out, "plan on {on} ({}):", hello.host)?;
+        for line in shown.plan.describe() {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    if shown.plan.targets.is_empty() {
+        if !json {
+            writeln!(out, "nothing to kill")?;
+        }
+        return Ok(ExitCode::from(1));
+    }
+    if dry_run {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !yes && !crate::confirmed(&mut out)? {
+        writeln!(out, "nothing done")?;
+        return Ok(ExitCode::from(1));
+    }
+    drop(out);
+    let run = RemoteKill {
+        grace_ms,
+        dry_run: false,
+        only: shown
+            .plan
+            .targets
+            .iter()
+            .map(|t| ProcId::new(t.pid, t.start_ticks))
+            .collect(),
+    };
+    let (_, done) = core_fleet::kill_remote(on, &request, &run, &Engines::from_env()).await?;
+    let all_gone = done.report.as_ref().is_some_and(|r| r.all_gone());
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&done)?)?;
+    } else {
+        for o in done.report.iter().flat_map(|r| &r.outcomes) {
+            writeln!(out, "{} {} on {on}: {}", o.role, o.pid, o.outcome)?;
+        }
+        for r in &done.plan.refused {
+            writeln!(out, "refused {} on {on}: {}", r.pid, r.why)?;
+        }
+    }
+    Ok(if all_gone {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// One fleet file with every target's snapshot.
+pub async fn snapshot(
+    targets: &[Target],
+    local: Option<Snapshot>,
+    format: Format,
+    out: Option<std::path::PathBuf>,
+    no_redact: bool,
+) -> anyhow::Result<ExitCode> {
+    let fleet = core_fleet::snapshot_targets(targets, local, no_redact, &Engines::from_env()).await;
+    let text = match format {
+        Format::Json => serde_json::to_string_pretty(&fleet)? + "\n",
+        Format::Md => core_fleet::fleet_markdown(&fleet),
+    };
+    crate::write_out(out.as_deref(), &text)?;
+    let failed = fleet
+        .targets
+        .iter()
+        .filter(|t| t.snapshot.is_none())
+        .count();
+    for t in fleet.targets.iter().filter(|t| t.snapshot.is_none()) {
+        eprintln!(
+            "debugtop-cli: no snapshot of {}: {}",
+            t.target,
+            t.error.as_deref().unwrap_or("no answer")
+        );
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}

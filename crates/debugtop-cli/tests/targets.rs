@@ -1,0 +1,384 @@
+//! Remote targets through real engines: a real OpenSSH server started by the test (loopback
+//! port, throwaway keys, its own config) in front of this machine's real mcp-debugger, reached
+//! by the real `debugtop-cli` on both sides; and `cmd:` targets that speak wrong.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tokio::sync::Mutex;
+
+use debugtop_core::model::{Target, TargetFailure, TargetState};
+use debugtop_core::targets::{self, spawn_stream, Engines, StreamConfig, TargetFeed};
+use debugtop_e2e::mcp::{seed_bug_stand_in, Client, Server};
+use debugtop_e2e::sshd::Sshd;
+use debugtop_e2e::{fixture, Spawned};
+use serde_json::Value;
+
+const CLI: &str = env!("CARGO_BIN_EXE_debugtop-cli");
+
+/// The tests here read the whole machine's findings: one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+/// The sshd's host alias, running this build's CLI on the far side.
+fn ssh_target(alias: &str, cli: &str) -> Target {
+    format!("ssh:{alias} --cli {cli}").parse().unwrap()
+}
+
+fn engines(sshd: &Sshd) -> Engines {
+    Engines {
+        ssh: shlex_words(&sshd.ssh_command()),
+    }
+}
+
+fn shlex_words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+fn quick(engines: Engines) -> StreamConfig {
+    StreamConfig {
+        interval: Duration::from_millis(500),
+        stale_after: Duration::from_secs(2),
+        restart_after: Duration::from_secs(20),
+        hello_within: Duration::from_secs(20),
+        backoff_first: Duration::from_millis(300),
+        backoff_max: Duration::from_secs(1),
+        watch_args: Vec::new(),
+        engines,
+    }
+}
+
+/// Waits until the feed's status satisfies `done`, or panics with the last status.
+async fn feed_until(
+    feed: &TargetFeed,
+    secs: u64,
+    what: &str,
+    done: impl Fn(&targets::Feed) -> bool,
+) -> targets::Feed {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let f = feed.feed.borrow().clone();
+        if done(&f) {
+            return f;
+        }
+        assert!(
+            Instant::now() < end,
+            "{what}: not within {secs} s; last status: {:#?}",
+            f.status
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ssh_target_streams_a_real_server_goes_stale_when_cut_and_recovers() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut sshd = Sshd::start();
+    let server = Server::start(60_000);
+    let client = Client::connect(&server.url()).await;
+    let session = client.create_session("mock", "over-ssh").await;
+    client.start(&session, &fixture("mock/script.js")).await;
+
+    let feed = spawn_stream(ssh_target("target", CLI), quick(engines(&sshd)));
+    let pid = server.pid();
+    let live = feed_until(&feed, 30, "the server's tree over ssh", |f| {
+        f.status.state == TargetState::Live
+            && f.update.as_ref().is_some_and(|u| {
+                u.snapshot.servers.iter().any(|s| s.pid == pid)
+                    && u.snapshot.debug_sessions.iter().any(|d| d.id == session)
+            })
+    })
+    .await;
+    let hello = live.status.hello.clone().expect("a hello");
+    assert_eq!(hello.stream, debugtop_core::model::STREAM_SCHEMA);
+    assert!(
+        !hello.host.is_empty() && !hello.kernel.is_empty(),
+        "{hello:?}"
+    );
+
+    // The link is cut mid-stream: the last tree stays, marked stale, with its age.
+    let cut = live
+        .status
+        .last_update_at
+        .expect("a live feed has an update time");
+    sshd.stop();
+    let stale = feed_until(&feed, 30, "stale after the cut", |f| {
+        f.status.state == TargetState::Stale
+    })
+    .await;
+    assert!(
+        stale
+            .update
+            .as_ref()
+            .is_some_and(|u| u.snapshot.servers.iter().any(|s| s.pid == pid)),
+        "the last known tree is kept"
+    );
+    assert!(
+        stale.status.detail.contains("showing the tree of"),
+        "{}",
+        stale.status.detail
+    );
+    // Reconnecting while sshd is down: refused, still stale, retried.
+    let refused = feed_until(&feed, 30, "a refused reconnect", |f| {
+        f.status.failure == Some(TargetFailure::Unreachable)
+    })
+    .await;
+    assert_eq!(
+        refused.status.state,
+        TargetState::Stale,
+        "{:?}",
+        refused.status
+    );
+    assert!(refused.status.retry_at.is_some());
+
+    // sshd is back: live again, with a tree newer than the cut.
+    sshd.resume();
+    let back = feed_until(&feed, 40, "live again after sshd is back", |f| {
+        f.status.state == TargetState::Live && f.status.last_update_at.is_some_and(|t| t > cut)
+    })
+    .await;
+    assert!(back.status.attempts >= 2, "{:?}", back.status);
+    drop(feed);
+    client.close().await;
+}
+
+fn run_cli(sshd: &Sshd, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(CLI)
+        .args(args)
+        .env(targets::SSH_COMMAND_ENV, sshd.ssh_command())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_audit_over_ssh_finds_the_seed_leak_and_kill_on_the_target_removes_it() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let sshd = Sshd::start();
+    let sentinel = Spawned::spawn(Command::new("sleep").arg("600"));
+    let server = Server::start(60_000);
+    let (_harness, worker, session) = seed_bug_stand_in(server.pid(), server.dir.path());
+    let target = format!("ssh:target --cli {CLI}");
+
+    let mut found = None;
+    for _ in 0..20 {
+        let (code, out, err) = run_cli(
+            &sshd,
+            &["audit", "--json", "--target", &target, "--target", "local"],
+        );
+        let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        let remote = &doc["targets"][0];
+        assert_eq!(remote["target"], target.as_str(), "{doc:#}");
+        assert!(remote["error"].is_null(), "{doc:#}");
+        assert!(
+            doc["targets"][1]["result"].is_object(),
+            "local audited too: {doc:#}"
+        );
+        let hit = remote["result"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "leaked-worker" && f["pids"][0] == worker)
+            .cloned();
+        if let Some(f) = hit {
+            assert_eq!(code, Some(1), "findings on a target mean exit 1: {err}");
+            found = Some(f);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let f = found.expect("leaked-worker for the stand-in, seen over ssh");
+    assert_eq!(f["session_id"], session.as_str());
+    let id = f["id"].as_str().unwrap().to_owned();
+    let planned: Vec<(u32, u64)> = f["plan"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                u32::try_from(t["pid"].as_u64().unwrap()).unwrap(),
+                t["start_ticks"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(planned.iter().any(|(p, _)| *p == worker), "{planned:?}");
+
+    // The readable report names the target in its kill hint.
+    let (code, out, _) = run_cli(&sshd, &["audit", "--target", &target]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains(&format!("== {target}")), "{out}");
+    assert!(
+        out.contains("debugtop-cli kill --target 'ssh:target --cli "),
+        "{out}"
+    );
+
+    // Without --yes and without a terminal nothing is signalled.
+    let (code, _, err) = run_cli(&sshd, &["kill", "--target", &target, &id]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    assert!(debugtop_e2e::procs::state_of(worker).is_some_and(|s| s != 'Z'));
+
+    let (code, out, err) = run_cli(
+        &sshd,
+        &[
+            "kill",
+            "--target",
+            &target,
+            &id,
+            "--yes",
+            "--grace-ms",
+            "2000",
+        ],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains(&format!("plan on {target}")), "{out}");
+    for (pid, ticks) in &planned {
+        assert!(
+            debugtop_e2e::procs::start_ticks(*pid) != Some(*ticks)
+                || debugtop_e2e::procs::state_of(*pid) == Some('Z'),
+            "planned pid {pid} is still alive: {out}"
+        );
+    }
+    assert_eq!(debugtop_e2e::procs::state_of(sentinel.pid), Some('S'));
+    assert!(debugtop_e2e::procs::state_of(server.pid()).is_some_and(|s| s != 'Z'));
+}
+
+#[test]
+fn a_far_side_without_debugtop_cli_or_without_our_key_is_worded() {
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let sshd = Sshd::start();
+    let missing = "ssh:target --cli /nonexistent/debugtop-cli";
+    let (code, out, _) = run_cli(&sshd, &["audit", "--target", missing]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("is not installed there") && out.contains("install debugtop-cli there"),
+        "{out}"
+    );
+    let stranger = format!("ssh:stranger --cli {CLI}");
+    let (code, out, _) = run_cli(&sshd, &["audit", "--json", "--target", &stranger]);
+    assert_eq!(code, Some(2), "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let e = doc["targets"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        e.contains("could not log in") && e.contains("Permission denied"),
+        "{e}"
+    );
+    // A whole snapshot fleet file: one target answers, one cannot; both are in the file.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.json");
+    let good = format!("ssh:target --cli {CLI}");
+    let (code, _, err) = run_cli(
+        &sshd,
+        &[
+            "snapshot",
+            "--target",
+            &good,
+            "--target",
+            missing,
+            "--out",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no snapshot of ssh:target --cli /nonexistent"),
+        "{err}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "debugtop.fleet/1");
+    assert_eq!(
+        doc["targets"][0]["snapshot"]["schema"],
+        "debugtop.snapshot/1"
+    );
+    assert!(doc["targets"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not installed"));
+}
+
+/// A `cmd:` target running `sh -c SCRIPT` (our arguments follow as `$@`).
+fn sh(script: &str) -> Target {
+    Target::Cmd {
+        argv: vec!["sh".into(), "-c".into(), script.into(), "sh".into()],
+    }
+}
+
+async fn first_failure(t: Target, hello_within: Duration) -> targets::Feed {
+    let mut config = quick(Engines::default());
+    config.hello_within = hello_within;
+    let feed = spawn_stream(t, config);
+    feed_until(&feed, 20, "a failure", |f| f.status.failure.is_some()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cmd_targets_that_speak_wrong_get_worded_errors() {
+    let other = r#"echo '{"hello":{"stream":"debugtop.stream/0","debugtop":"0.0.1"}}'; sleep 30"#;
+    let f = first_failure(sh(other), Duration::from_secs(10)).await;
+    assert_eq!(f.status.failure, Some(TargetFailure::Incompatible));
+    assert!(
+        f.status
+            .detail
+            .contains("speaks debugtop.stream/0 (debugtop 0.0.1)"),
+        "{}",
+        f.status.detail
+    );
+    assert_eq!(f.status.state, TargetState::Failed);
+
+    let f = first_failure(
+        sh("echo 'Last login: yesterday'; sleep 30"),
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(f.status.failure, Some(TargetFailure::Garbage));
+    assert!(
+        f.status.detail.contains("Last login"),
+        "{}",
+        f.status.detail
+    );
+
+    let f = first_failure(sh("sleep 30"), Duration::from_secs(1)).await;
+    assert_eq!(f.status.failure, Some(TargetFailure::Stalled));
+    assert!(
+        f.status.detail.contains("no hello within 1 s"),
+        "{}",
+        f.status.detail
+    );
+
+    let f = first_failure(sh("echo boom >&2; exit 3"), Duration::from_secs(10)).await;
+    assert_eq!(f.status.failure, Some(TargetFailure::Lost));
+    assert!(
+        f.status.detail.contains("status 3: boom"),
+        "{}",
+        f.status.detail
+    );
+
+    let f = first_failure(
+        Target::Cmd {
+            argv: vec!["/nonexistent/engine".into()],
+        },
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(f.status.failure, Some(TargetFailure::NoEngine));
+
+    // A garbage line between real updates is ignored and said; the updates still arrive.
+    let script = format!(
+        "{CLI} \"$@\" --count 3 | {{ read -r h; echo \"$h\"; read -r u; echo \"$u\"; echo not-json; cat; sleep 30; }}"
+    );
+    let feed = spawn_stream(sh(&script), quick(Engines::default()));
+    let f = feed_until(&feed, 30, "three updates and a garbage line", |f| {
+        f.update.as_ref().is_some_and(|u| u.seq >= 2)
+    })
+    .await;
+    assert_eq!(f.status.state, TargetState::Live);
+    assert!(
+        f.status
+            .detail
+            .contains("1 line(s) that were not updates ignored"),
+        "{}",
+        f.status.detail
+    );
+}

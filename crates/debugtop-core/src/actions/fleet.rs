@@ -1,0 +1,289 @@
+//! Actions across targets: the fleet audit (every target audited at once, the worst status
+//! wins), remote kills (planned, checked and executed on the target, where the pids live) and
+//! the fleet snapshot (one incident file with every target's tree). The far side runs the same
+//! `debugtop-cli`, so its answer is the same `AuditResult`, `KillAnswer` or `Snapshot` a local
+//! run gives.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use super::audit::{audit, AuditConfig};
+use super::kill::KillRequest;
+use crate::error::{Error, Result};
+use crate::model::{
+    AuditResult, FleetAudit, Hello, KillAnswer, ProcId, Snapshot, Target, TargetAudit,
+    TargetFailure,
+};
+use crate::sources::Sources;
+use crate::targets::{run_once, Answer, Engines};
+
+/// How long one target's audit may take (login, three samples, the grace, the answer).
+pub const AUDIT_DEADLINE: Duration = Duration::from_secs(90);
+/// How long a remote kill may take (it waits up to the grace per process).
+pub const KILL_DEADLINE: Duration = Duration::from_secs(180);
+
+/// The schema tag of a fleet incident file.
+pub const FLEET_SCHEMA: &str = "debugtop.fleet/1";
+
+fn answer_error(target: &Target, what: &str, a: &Answer, e: &serde_json::Error) -> Error {
+    let said = if a.stderr.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {})", a.stderr.lines().last().unwrap_or(""))
+    };
+    Error::Target {
+        target: target.to_string(),
+        failure: TargetFailure::Garbage,
+        detail: format!(
+            "its {what} is not one (exit status {}): {e}{said}",
+            a.code.map_or("none".to_owned(), |c| c.to_string())
+        ),
+    }
+}
+
+/// The far side's arguments for an audit with `config`.
+fn audit_args(config: &AuditConfig) -> Vec<String> {
+    let mut args: Vec<String> = ["--hello", "audit", "--json", "--grace"]
+        .map(String::from)
+        .into();
+    args.push(config.grace.as_secs_f64().to_string());
+    for s in &config.extra_servers {
+        args.extend(["--server".to_owned(), s.clone()]);
+    }
+    args
+}
+
+async fn audit_local(config: &AuditConfig) -> Result<AuditResult> {
+    let mut sources = Sources::new(&config.sources())?;
+    Ok(audit(&mut sources, config).await?.result)
+}
+
+async fn audit_remote(
+    target: &Target,
+    config: &AuditConfig,
+    engines: &Engines,
+) -> Result<(Hello, AuditResult)> {
+    let a = run_once(target, &audit_args(config), AUDIT_DEADLINE, engines).await?;
+    if a.code == Some(2) {
+        return Err(Error::Target {
+            target: target.to_string(),
+            failure: TargetFailure::Lost,
+            detail: format!("its audit could not run: {}", a.stderr),
+        });
+    }
+    let result: AuditResult =
+        serde_json::from_str(&a.body).map_err(|e| answer_error(target, "audit", &a, &e))?;
+    Ok((a.hello, result))
+}
+
+/// Audits every target at once; a target that cannot be audited is an error in its entry, and
+/// never holds up the others past its deadline.
+pub async fn audit_targets(
+    targets: &[Target],
+    config: &AuditConfig,
+    engines: &Engines,
+) -> FleetAudit {
+    let runs = targets.iter().map(|t| async move {
+        let (hello, result) = if t.is_local() {
+            (None, audit_local(config).await)
+        } else {
+            match audit_remote(t, config, engines).await {
+                Ok((h, r)) => (Some(h), Ok(r)),
+                Err(e) => (None, Err(e)),
+            }
+        };
+        let (result, error) = match result {
+            Ok(r) => (Some(r), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        TargetAudit {
+            target: t.clone(),
+            hello,
+            result,
+            error,
+        }
+    });
+    FleetAudit {
+        targets: futures_util::future::join_all(runs).await,
+    }
+}
+
+/// What a remote kill runs with.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteKill {
+    /// The grace, when not the finding's.
+    pub grace_ms: Option<u64>,
+    /// Only print the plan.
+    pub dry_run: bool,
+    /// Execute only these identities (what the user confirmed from the dry run).
+    pub only: Vec<ProcId>,
+}
+
+/// Plans (and, unless a dry run, executes) `request` on `target`: a finding's kill, or a pid
+/// (with its descendants when asked). The far side audits, plans, re-checks every refusal
+/// against its own table, and signals; nothing is planned here.
+pub async fn kill_remote(
+    target: &Target,
+    request: &KillRequest,
+    how: &RemoteKill,
+    engines: &Engines,
+) -> Result<(Hello, KillAnswer)> {
+    let mut args: Vec<String> = vec!["--hello".into(), "kill".into()];
+    match request {
+        KillRequest::Finding { id } => args.push(id.to_string()),
+        KillRequest::Pid { pid, tree } => {
+            args.push(pid.to_string());
+            if *tree {
+                args.push("--tree".into());
+            }
+        }
+    }
+    args.push("--json".into());
+    if let Some(g) = how.grace_ms {
+        args.extend(["--grace-ms".to_owned(), g.to_string()]);
+    }
+    if how.dry_run {
+        args.push("--dry-run".into());
+    } else {
+        if how.only.is_empty() {
+            return Err(Error::NothingToKill(
+                "nothing was confirmed to kill on the target".into(),
+            ));
+        }
+        args.push("--yes".into());
+        let only: Vec<String> = how.only.iter().map(ToString::to_string).collect();
+        args.extend(["--only".to_owned(), only.join(",")]);
+    }
+    let a = run_once(target, &args, KILL_DEADLINE, engines).await?;
+    let answer: KillAnswer =
+        serde_json::from_str(&a.body).map_err(|e| answer_error(target, "kill answer", &a, &e))?;
+    Ok((a.hello, answer))
+}
+
+/// One target's part of a fleet incident file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct TargetSnapshot {
+    /// Where.
+    pub target: Target,
+    /// Who answered.
+    pub hello: Option<Hello>,
+    /// Its snapshot (redacted on the far side unless asked otherwise).
+    pub snapshot: Option<Snapshot>,
+    /// Why there is none.
+    pub error: Option<String>,
+}
+
+/// A fleet incident file (`"schema": "debugtop.fleet/1"`): every target's tree at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct Fleet {
+    /// `debugtop.fleet/1`.
+    pub schema: String,
+    /// When it was taken.
+    pub taken_at: DateTime<Utc>,
+    /// Each target.
+    pub targets: Vec<TargetSnapshot>,
+}
+
+/// Takes every remote target's snapshot (the far side's `snapshot --format json`); `local`
+/// is `local`'s own snapshot, given by the caller (it owns the local engine).
+pub async fn snapshot_targets(
+    targets: &[Target],
+    local: Option<Snapshot>,
+    no_redact: bool,
+    engines: &Engines,
+) -> Fleet {
+    let runs = targets.iter().map(|t| {
+        let local = local.clone();
+        async move {
+            let got = if t.is_local() {
+                local
+                    .map(|s| (None, s))
+                    .ok_or_else(|| "no local snapshot".to_owned())
+            } else {
+                remote_snapshot(t, no_redact, engines)
+                    .await
+                    .map(|(h, s)| (Some(h), s))
+                    .map_err(|e| e.to_string())
+            };
+            match got {
+                Ok((hello, s)) => TargetSnapshot {
+                    target: t.clone(),
+                    hello,
+                    snapshot: Some(s),
+                    error: None,
+                },
+                Err(e) => TargetSnapshot {
+                    target: t.clone(),
+                    hello: None,
+                    snapshot: None,
+                    error: Some(e),
+                },
+            }
+        }
+    });
+    Fleet {
+        schema: FLEET_SCHEMA.to_owned(),
+        taken_at: Utc::now(),
+        targets: futures_util::future::join_all(runs).await,
+    }
+}
+
+async fn remote_snapshot(
+    target: &Target,
+    no_redact: bool,
+    engines: &Engines,
+) -> Result<(Hello, Snapshot)> {
+    let mut args: Vec<String> = ["--hello", "snapshot", "--format", "json"]
+        .map(String::from)
+        .into();
+    if no_redact {
+        args.push("--no-redact".into());
+    }
+    let a = run_once(target, &args, AUDIT_DEADLINE, engines).await?;
+    // The far side's snapshot is checked as an import is: schema tag, shape, size.
+    let snap = super::export::import(&a.body).map_err(|e| Error::Target {
+        target: target.to_string(),
+        failure: TargetFailure::Garbage,
+        detail: format!("its snapshot cannot be read: {e}"),
+    })?;
+    Ok((a.hello, snap))
+}
+
+/// A fleet file as Markdown: each target's report under its name.
+pub fn fleet_markdown(f: &Fleet) -> String {
+    let mut o = format!(
+        "# debugtop fleet snapshot — {} target(s), {}\n\n",
+        f.targets.len(),
+        f.taken_at.to_rfc3339()
+    );
+    for t in &f.targets {
+        o.push_str(&format!(
+            "## Target `{}`\n\n",
+            crate::report::markdown::esc(&t.target.to_string())
+        ));
+        match (&t.snapshot, &t.error) {
+            (Some(s), _) => {
+                let md = crate::report::markdown::render(s);
+                // Each report's headings one level down, under the target's.
+                for line in md.lines() {
+                    if line.starts_with('#') {
+                        o.push('#');
+                    }
+                    o.push_str(line);
+                    o.push('\n');
+                }
+            }
+            (None, e) => o.push_str(&format!(
+                "Could not take a snapshot: {}\n",
+                crate::report::markdown::esc(e.as_deref().unwrap_or("no answer"))
+            )),
+        }
+        o.push('\n');
+    }
+    o
+}
