@@ -382,3 +382,25 @@ async fn cmd_targets_that_speak_wrong_get_worded_errors() {
         f.status.detail
     );
 }
+
+/// Each target has its own task: one that hangs before its hello (a prompt nobody answers)
+/// never holds up another that streams real updates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_target_never_holds_up_another() {
+    let mut slow = quick(Engines::default());
+    slow.hello_within = Duration::from_secs(60);
+    let stalled = spawn_stream(sh("exec sleep 120"), slow);
+    let good = spawn_stream(
+        Target::Cmd {
+            argv: vec![CLI.into()],
+        },
+        quick(Engines::default()),
+    );
+    let f = feed_until(&good, 30, "the good target streams", |f| {
+        f.update.as_ref().is_some_and(|u| u.seq >= 3)
+    })
+    .await;
+    assert_eq!(f.status.state, TargetState::Live);
+    let s = stalled.feed.borrow().status.clone();
+    assert_eq!(s.state, TargetState::Connecting, "{s:?}");
+}

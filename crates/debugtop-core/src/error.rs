@@ -82,6 +82,12 @@ pub enum Error {
     /// No schema tag: not a debugtop snapshot.
     #[error("not a debugtop snapshot: no \"schema\": \"debugtop.snapshot/…\" field at the top")]
     NotASnapshot,
+    /// A fleet file (several targets' snapshots) where one snapshot was expected.
+    #[error("a fleet file with {targets} target(s) (debugtop.fleet/1), not one snapshot: open one target's part, e.g. `jq '.targets[0].snapshot' fleet.json > one.json`")]
+    FleetFile {
+        /// How many targets it holds.
+        targets: usize,
+    },
     /// A major version this build does not read.
     #[error("this snapshot is {found}; this build reads {reads} only{hint}")]
     OtherMajor {

@@ -100,6 +100,13 @@ fn check_schema(value: &serde_json::Value) -> Result<()> {
         .get("schema")
         .and_then(|s| s.as_str())
         .ok_or(Error::NotASnapshot)?;
+    if tag.starts_with("debugtop.fleet/") {
+        let targets = value
+            .get("targets")
+            .and_then(|t| t.as_array())
+            .map_or(0, Vec::len);
+        return Err(Error::FleetFile { targets });
+    }
     let major = tag
         .strip_prefix("debugtop.snapshot/")
         .and_then(|m| m.split('.').next()?.parse::<u32>().ok())
@@ -357,6 +364,18 @@ mod tests {
             std::fs::write(&path, &now).unwrap();
         }
         assert!(std::fs::read_to_string(&path).unwrap_or_default() == now, "ui/tests/fixtures/host-snapshot.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core fixture`");
+    }
+
+    #[test]
+    fn a_fleet_file_is_named_as_one() {
+        let e = import(r#"{"schema":"debugtop.fleet/1","targets":[{},{}]}"#)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(
+            e.contains("a fleet file with 2 target(s)") && e.contains("jq"),
+            "{e}"
+        );
     }
 
     #[test]
