@@ -490,10 +490,26 @@ fn node(p: &Proc, children: Vec<TreeNode>) -> TreeNode {
     }
 }
 
-/// The fixed snapshot.
-pub fn sample_snapshot() -> Snapshot {
-    let leaked = "b8487178-f7b0-4c7a-8a9d-7390e6b8c356";
-    let healthy = "039dbe75-9135-4c77-9446-8308a6b6c1e9";
+/// The fixed snapshot's session ids (one leaked, one healthy), log and HTTP session.
+const LEAKED: &str = "b8487178-f7b0-4c7a-8a9d-7390e6b8c356";
+const HEALTHY: &str = "039dbe75-9135-4c77-9446-8308a6b6c1e9";
+const SAMPLE_LOG: &str = "/home/dev/logs/server.log";
+const SAMPLE_HTTP: &str = "629143fa-5b1c-4f1e-9a43-2f4c1f1b2d10";
+
+/// The fixed snapshot's processes: a server, a healthy session's worker and mock adapter, a
+/// leaked js-debug chain (adapter, debuggee, watchdog) and the exited worker it outlived.
+struct SampleProcs {
+    server: Proc,
+    worker: Proc,
+    mock: Proc,
+    adapter: Proc,
+    debuggee: Proc,
+    watchdog: Proc,
+    tomb: Proc,
+}
+
+fn sample_procs() -> SampleProcs {
+    let (leaked, healthy) = (LEAKED, HEALTHY);
     let server = proc(
         997,
         1,
@@ -544,20 +560,37 @@ pub fn sample_snapshot() -> Snapshot {
     tomb.state = ProcState::Dead;
     tomb.exited_at = Some(at(-2));
 
-    let log = "/home/dev/logs/server.log";
-    let ended = Fact::new(
+    SampleProcs {
+        server,
+        worker,
+        mock,
+        adapter,
+        debuggee,
+        watchdog,
+        tomb,
+    }
+}
+
+/// The leaked session's end, as the server's log said it.
+fn sample_ended() -> Fact {
+    Fact::new(
         What::MarkedStopped,
         FactSource::Log {
-            file: log.into(),
+            file: SAMPLE_LOG.into(),
             line: 212,
         },
         Some(at(-14)),
-    );
+    )
+}
+
+/// The leaked adapter's finding, with its plan.
+fn sample_finding(p: &SampleProcs) -> Finding {
+    let leaked = LEAKED;
     let plan = KillPlan {
         targets: [
-            (&watchdog, Via::Watchdog),
-            (&debuggee, Via::Descendant),
-            (&adapter, Via::Target),
+            (&p.watchdog, Via::Watchdog),
+            (&p.debuggee, Via::Descendant),
+            (&p.adapter, Via::Target),
         ]
         .iter()
         .map(|(p, via)| KillTarget {
@@ -573,8 +606,8 @@ pub fn sample_snapshot() -> Snapshot {
         refused: Vec::new(),
         grace_ms: 3000,
     };
-    let finding = Finding {
-        id: FindingId::of_proc(FindingKind::LeakedAdapter, adapter.id()),
+    Finding {
+        id: FindingId::of_proc(FindingKind::LeakedAdapter, p.adapter.id()),
         kind: FindingKind::LeakedAdapter,
         severity: Severity::Critical,
         pids: vec![1019],
@@ -589,9 +622,12 @@ pub fn sample_snapshot() -> Snapshot {
         since: at(-8),
         suggested_action: "kill adapter 1019, its group and what it started".into(),
         plan: Some(plan),
-    };
-    let http = "629143fa-5b1c-4f1e-9a43-2f4c1f1b2d10";
-    let tree = vec![TreeNode {
+    }
+}
+
+fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<TreeNode> {
+    let (leaked, healthy, http) = (LEAKED, HEALTHY, SAMPLE_HTTP);
+    vec![TreeNode {
         id: "server:997".into(),
         kind: NodeKind::Server,
         label: "mcp-debugger http://127.0.0.1:3001".into(),
@@ -624,7 +660,7 @@ pub fn sample_snapshot() -> Snapshot {
                 session_id: Some(healthy.into()),
                 status: Some(NodeStatus::Paused),
                 facts: Vec::new(),
-                children: vec![node(&worker, vec![node(&mock, Vec::new())])],
+                children: vec![node(&p.worker, vec![node(&p.mock, Vec::new())])],
             },
             TreeNode {
                 id: format!("debug:{leaked}"),
@@ -637,15 +673,19 @@ pub fn sample_snapshot() -> Snapshot {
                 status: Some(NodeStatus::Closed),
                 facts: vec![ended.clone()],
                 children: vec![
-                    node(&tomb, Vec::new()),
+                    node(&p.tomb, Vec::new()),
                     node(
-                        &adapter,
-                        vec![node(&debuggee, vec![node(&watchdog, Vec::new())])],
+                        &p.adapter,
+                        vec![node(&p.debuggee, vec![node(&p.watchdog, Vec::new())])],
                     ),
                 ],
             },
         ],
-    }];
+    }]
+}
+
+fn sample_timeline(ended: &Fact) -> Vec<TimelineEvent> {
+    let leaked = LEAKED;
     let ev = |s: i64, kind: TimelineKind, text: &str, pid: Option<u32>| TimelineEvent {
         at: at(s),
         kind,
@@ -663,6 +703,61 @@ pub fn sample_snapshot() -> Snapshot {
         None,
     );
     log_ev.source = Some(ended.source.clone());
+
+    vec![
+            ev(-19, TimelineKind::StateChanged, "worker 1012: S → T", Some(1012)),
+            log_ev,
+            ev(-2, TimelineKind::ProcessExited, "worker 1012 exited", Some(1012)),
+            ev(0, TimelineKind::FindingRaised, "leaked-adapter raised: javascript adapter 1019 of session b8487178: its parent is pid 1", Some(1019)),
+        ]
+}
+
+fn sample_debug_sessions(ended: Fact) -> Vec<DebugSession> {
+    let (leaked, healthy) = (LEAKED, HEALTHY);
+    vec![
+        DebugSession {
+            id: leaked.into(),
+            server_pid: Some(997),
+            name: Some("js-loop".into()),
+            language: Some(Language::Javascript),
+            state: Some(SessionState::Stopped),
+            in_log: true,
+            ended: true,
+            ended_at: Some(at(-14)),
+            ended_by: Some(ended),
+            worker_pid: None,
+            adapter_pid: Some(1019),
+            http_session: None,
+            worker_finished: None,
+            worker_finished_at: None,
+            facts: Vec::new(),
+        },
+        DebugSession {
+            id: healthy.into(),
+            server_pid: Some(997),
+            name: Some("mock-a0".into()),
+            language: Some(Language::Mock),
+            state: Some(SessionState::Paused),
+            in_log: true,
+            ended: false,
+            ended_at: None,
+            ended_by: None,
+            worker_pid: Some(1100),
+            adapter_pid: Some(1101),
+            http_session: None,
+            worker_finished: None,
+            worker_finished_at: None,
+            facts: Vec::new(),
+        },
+    ]
+}
+
+/// The fixed snapshot.
+pub fn sample_snapshot() -> Snapshot {
+    let p = sample_procs();
+    let ended = sample_ended();
+    let finding = sample_finding(&p);
+    let tree = sample_tree(&p, &ended);
     Snapshot {
         schema: SCHEMA.into(),
         taken_at: at(0),
@@ -674,58 +769,18 @@ pub fn sample_snapshot() -> Snapshot {
             start_time: at(-120),
             mode: ServerMode::Http,
             port: Some(3001),
-            log_file: Some(log.into()),
+            log_file: Some(SAMPLE_LOG.into()),
             pkg_dir: Some("/home/dev/node_modules/@debugmcp/mcp-debugger".into()),
         }],
-        http_sessions: vec![HttpSession { id: http.into(), server_pid: Some(997), in_health: true, ended: None, debug_sessions: Vec::new(), facts: Vec::new() }],
-        debug_sessions: vec![
-            DebugSession {
-                id: leaked.into(),
-                server_pid: Some(997),
-                name: Some("js-loop".into()),
-                language: Some(Language::Javascript),
-                state: Some(SessionState::Stopped),
-                in_log: true,
-                ended: true,
-                ended_at: Some(at(-14)),
-                ended_by: Some(ended),
-                worker_pid: None,
-                adapter_pid: Some(1019),
-                http_session: None,
-                worker_finished: None,
-                worker_finished_at: None,
-                facts: Vec::new(),
-            },
-            DebugSession {
-                id: healthy.into(),
-                server_pid: Some(997),
-                name: Some("mock-a0".into()),
-                language: Some(Language::Mock),
-                state: Some(SessionState::Paused),
-                in_log: true,
-                ended: false,
-                ended_at: None,
-                ended_by: None,
-                worker_pid: Some(1100),
-                adapter_pid: Some(1101),
-                http_session: None,
-                worker_finished: None,
-                worker_finished_at: None,
-                facts: Vec::new(),
-            },
-        ],
-        processes: vec![server, worker, mock, tomb, adapter, debuggee, watchdog],
+        http_sessions: vec![HttpSession { id: SAMPLE_HTTP.into(), server_pid: Some(997), in_health: true, ended: None, debug_sessions: Vec::new(), facts: Vec::new() }],
+        debug_sessions: sample_debug_sessions(ended.clone()),
+        processes: vec![p.server, p.worker, p.mock, p.tomb, p.adapter, p.debuggee, p.watchdog],
         tree,
         findings: vec![finding],
-        timeline: vec![
-            ev(-19, TimelineKind::StateChanged, "worker 1012: S → T", Some(1012)),
-            log_ev,
-            ev(-2, TimelineKind::ProcessExited, "worker 1012 exited", Some(1012)),
-            ev(0, TimelineKind::FindingRaised, "leaked-adapter raised: javascript adapter 1019 of session b8487178: its parent is pid 1", Some(1019)),
-        ],
+        timeline: sample_timeline(&ended),
         log_excerpts: vec![LogExcerpt {
             finding_id: "leaked-adapter:1019.7133".parse().ok(),
-            file: log.into(),
+            file: SAMPLE_LOG.into(),
             first_line: 211,
             cited_line: 212,
             lines: vec![
