@@ -128,6 +128,15 @@ pub async fn select_target(state: AppStateRef<'_>, target: Target) -> Result<Set
 /// Saves settings, applies them to the targets and the view (the local sampler is not
 /// restarted for a target change).
 async fn save_settings(state: &Arc<AppState>, s: Settings) -> Result<Settings, AppError> {
+    let s = persist(state, s).await?;
+    state.sync_targets();
+    state.show(&s.target);
+    Ok(s)
+}
+
+/// Clamps, writes (off the UI thread) and adopts settings; what applying them means is the
+/// caller's.
+async fn persist(state: &AppState, s: Settings) -> Result<Settings, AppError> {
     let s = s.clamped();
     let path = state.settings_path.clone();
     let saved = s.clone();
@@ -142,8 +151,6 @@ async fn save_settings(state: &Arc<AppState>, s: Settings) -> Result<Settings, A
     if let Ok(mut g) = state.settings.lock() {
         *g = s.clone();
     }
-    state.sync_targets();
-    state.show(&s.target);
     Ok(s)
 }
 
@@ -438,20 +445,7 @@ pub async fn set_settings(
     state: AppStateRef<'_>,
     settings: Settings,
 ) -> Result<Settings, AppError> {
-    let s = settings.clamped();
-    let path = state.settings_path.clone();
-    let saved = s.clone();
-    tokio::task::spawn_blocking(move || saved.save(&path))
-        .await
-        .map_err(|e| AppError::Task(e.to_string()))?
-        .map_err(|source| AppError::File {
-            what: "save settings to",
-            path: state.settings_path.display().to_string(),
-            source,
-        })?;
-    if let Ok(mut g) = state.settings.lock() {
-        *g = s.clone();
-    }
+    let s = persist(&state, settings).await?;
     state.start_sampler()?;
     state.sync_targets();
     state.show(&s.target);
