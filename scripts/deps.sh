@@ -11,7 +11,7 @@ what="${1:-test}"
 pkgs=(libwebkit2gtk-4.1-dev build-essential pkg-config file libssl-dev libxdo-dev
       libayatana-appindicator3-dev librsvg2-dev xvfb xauth)
 if [ "$what" = test ]; then
-  pkgs+=(webkit2gtk-driver chromium imagemagick strace openssh-server)
+  pkgs+=(webkit2gtk-driver chromium imagemagick strace openssh-server docker.io)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -46,6 +46,8 @@ pub struct IpcStats {
 struct Remote {
     feed: TargetFeed,
     forward: JoinHandle<()>,
+    /// The interval its far side was started with (a change restarts the stream).
+    interval_ms: u64,
 }
 
 impl Drop for Remote {
@@ -191,7 +193,17 @@ impl AppState {
         p: &Published,
         before: Option<&BTreeSet<FindingId>>,
     ) -> BTreeSet<FindingId> {
-        let findings = &p.update.snapshot.findings;
+        self.notify_critical_of(&p.update, before, None)
+    }
+
+    /// [`Self::notify_new_critical`] for any target's update; a remote one names its target.
+    fn notify_critical_of(
+        &self,
+        update: &Update,
+        before: Option<&BTreeSet<FindingId>>,
+        on: Option<&Target>,
+    ) -> BTreeSet<FindingId> {
+        let findings = &update.snapshot.findings;
         let critical: BTreeSet<FindingId> = findings
             .iter()
             .filter(|f| f.severity == Severity::Critical)
@@ -203,21 +215,27 @@ impl AppState {
                 .filter(|f| critical.contains(&f.id) && !before.contains(&f.id))
             {
                 let body = f.evidence.first().cloned().unwrap_or_default();
-                self.notifier
-                    .notify(&format!("debugtop: {}", f.kind), &body);
+                let title = match on {
+                    Some(t) => format!("debugtop: {} on {t}", f.kind),
+                    None => format!("debugtop: {}", f.kind),
+                };
+                self.notifier.notify(&title, &body);
             }
         }
         critical
     }
 
     /// Streams every remote target in the settings (starting new ones, dropping removed ones,
-    /// which kills their commands).
+    /// which kills their commands, and restarting those whose interval changed).
     pub fn sync_targets(self: &Arc<Self>) {
-        let wanted = self.settings().targets;
+        let settings = self.settings();
+        let wanted = settings.targets;
         let rt = tauri::async_runtime::handle();
         let _entered = rt.inner().enter();
         if let Ok(mut remotes) = self.remotes.lock() {
-            remotes.retain(|r| wanted.contains(&r.feed.target));
+            remotes.retain(|r| {
+                wanted.contains(&r.feed.target) && r.interval_ms == settings.interval_ms
+            });
             for t in wanted {
                 if !remotes.iter().any(|r| r.feed.target == t) {
                     remotes.push(self.stream(t));
@@ -228,8 +246,9 @@ impl AppState {
     }
 
     fn stream(self: &Arc<Self>, target: Target) -> Remote {
+        let interval_ms = self.settings().interval_ms;
         let config = StreamConfig {
-            interval: std::time::Duration::from_millis(self.settings().interval_ms),
+            interval: std::time::Duration::from_millis(interval_ms),
             engines: self.engines(),
             ..StreamConfig::default()
         };
@@ -237,8 +256,14 @@ impl AppState {
         let mut rx = feed.feed.clone();
         let me = Arc::clone(self);
         let forward = tokio::spawn(async move {
+            let mut critical_seen: Option<BTreeSet<FindingId>> = None;
+            let mut last: Option<Arc<Update>> = None;
             while rx.changed().await.is_ok() {
                 let update = rx.borrow_and_update().update.clone();
+                if let Some(u) = update.as_ref().filter(|u| !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, u))) {
+                    critical_seen = Some(me.notify_critical_of(u, critical_seen.as_ref(), Some(&target)));
+                    last = Some(Arc::clone(u));
+                }
                 if me.settings().target == target {
                     if let Some(u) = update {
                         me.view.send_if_modified(|v| {
@@ -251,7 +276,11 @@ impl AppState {
                 me.publish_statuses();
             }
         });
-        Remote { feed, forward }
+        Remote {
+            feed,
+            forward,
+            interval_ms,
+        }
     }
 
     /// Shows `target` (local, or a remote one in the settings): its latest update goes to the

@@ -9,6 +9,7 @@ use tokio::sync::Mutex;
 
 use debugtop_core::model::{Target, TargetFailure, TargetState};
 use debugtop_core::targets::{self, spawn_stream, Engines, StreamConfig, TargetFeed};
+use debugtop_e2e::dockerd::Dockerd;
 use debugtop_e2e::mcp::{seed_bug_stand_in, Client, Server};
 use debugtop_e2e::sshd::Sshd;
 use debugtop_e2e::{fixture, Spawned};
@@ -27,6 +28,7 @@ fn ssh_target(alias: &str, cli: &str) -> Target {
 fn engines(sshd: &Sshd) -> Engines {
     Engines {
         ssh: shlex_words(&sshd.ssh_command()),
+        ..Engines::default()
     }
 }
 
@@ -403,4 +405,189 @@ async fn a_stalled_target_never_holds_up_another() {
     assert_eq!(f.status.state, TargetState::Live);
     let s = stalled.feed.borrow().status.clone();
     assert_eq!(s.state, TargetState::Connecting, "{s:?}");
+}
+
+/// The folders a container needs to run this build's CLI and the real server: the workspace
+/// (fixtures, the npm package) and the folder of the CLI binary when it lies elsewhere.
+fn shared_with_containers() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .unwrap()
+        .to_path_buf();
+    let mut out = vec![root.clone()];
+    let bin = std::path::Path::new(CLI).parent().unwrap().to_path_buf();
+    if !bin.starts_with(&root) {
+        out.push(bin);
+    }
+    out
+}
+
+fn run_docker_cli(dockerd: &Dockerd, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(CLI)
+        .args(args)
+        .env(targets::DOCKER_COMMAND_ENV, dockerd.command().join(" "))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A real mcp-debugger in a real container (its own pid namespace) of a daemon the test
+/// started: the stream shows the container's tree with the container's pids, the fleet audit
+/// finds a leak made inside it, and the kill planned and checked there removes exactly it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_docker_target_shows_the_containers_own_server_and_kills_inside_it() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut dockerd = Dockerd::start();
+    let sentinel = Spawned::spawn(Command::new("sleep").arg("600"));
+    let port = debugtop_e2e::mcp::free_port().to_string();
+    let pkg = debugtop_e2e::mcp::package_dir();
+    let cli_mjs = pkg.join("dist/cli.mjs");
+    let shared = shared_with_containers();
+    let shared: Vec<&std::path::Path> = shared.iter().map(|p| p.as_path()).collect();
+    let name = "debugtop-box";
+    dockerd.run(
+        name,
+        &shared,
+        &[
+            "env",
+            "MCP_HTTP_STALE_SESSION_MS=60000",
+            "node",
+            cli_mjs.to_str().unwrap(),
+            "http",
+            "-p",
+            &port,
+            "--log-file",
+            "/tmp/mcp/server.log",
+        ],
+    );
+    debugtop_e2e::wait_for(Duration::from_secs(30), || {
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}")).ok()
+    })
+    .expect("the server in the container never listened");
+    let client = Client::connect(&format!("http://127.0.0.1:{port}/mcp")).await;
+    let session = client.create_session("mock", "in-a-container").await;
+    client.start(&session, &fixture("mock/script.js")).await;
+
+    let target: Target = format!("docker:{name} --cli {CLI}").parse().unwrap();
+    let engines = Engines {
+        docker: dockerd.command(),
+        ..Engines::default()
+    };
+    let live = feed_until(
+        &spawn_stream(target.clone(), quick(engines)),
+        30,
+        "the container's tree",
+        |f| {
+            f.status.state == TargetState::Live
+                && f.update
+                    .as_ref()
+                    .is_some_and(|u| u.snapshot.debug_sessions.iter().any(|d| d.id == session))
+        },
+    )
+    .await;
+    let hello = live.status.hello.clone().expect("a hello");
+    assert_eq!(hello.host, name, "the far side is the container: {hello:?}");
+    let snap = &live.update.as_ref().unwrap().snapshot;
+    // The server is the container's first process: pid 1 there, whatever it is here.
+    assert!(
+        snap.servers.iter().any(|s| s.pid == 1),
+        "{:?}",
+        snap.servers
+    );
+
+    // A leak inside the container: the seed bug's stand-in with the container's server as owner.
+    let leak = uuid_like();
+    let mut harness = Spawned::spawn(&mut dockerd.client(&[
+        "exec",
+        name,
+        "node",
+        &fixture("seed-bug/harness.js"),
+        pkg.to_str().unwrap(),
+        "1",
+        &leak,
+        &format!("/tmp/mcp/sessions/{leak}/run-1"),
+        &fixture("mock/script.js"),
+    ]));
+    let worker: u32 = harness
+        .read_line(Duration::from_secs(20))
+        .parse()
+        .expect("the worker's pid in the container");
+    let spec = target.to_string();
+    let mut found = None;
+    for _ in 0..30 {
+        let (code, out, err) = run_docker_cli(&dockerd, &["audit", "--json", "--target", &spec]);
+        let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        assert!(doc["targets"][0]["error"].is_null(), "{doc:#}");
+        let hit = doc["targets"][0]["result"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "leaked-worker" && f["pids"][0] == worker)
+            .cloned();
+        if let Some(f) = hit {
+            assert_eq!(code, Some(1), "{err}");
+            found = Some(f);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let f = found.expect("leaked-worker for the stand-in inside the container");
+    assert_eq!(f["session_id"], leak.as_str());
+    let planned: Vec<(u32, u64)> = f["plan"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                u32::try_from(t["pid"].as_u64().unwrap()).unwrap(),
+                t["start_ticks"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let id = f["id"].as_str().unwrap();
+    let (code, out, err) = run_docker_cli(
+        &dockerd,
+        &["kill", "--target", &spec, id, "--yes", "--grace-ms", "2000"],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    for (pid, ticks) in &planned {
+        assert_ne!(
+            dockerd.start_ticks_in(name, *pid),
+            Some(*ticks),
+            "planned pid {pid} is still alive in the container: {out}"
+        );
+    }
+    // Nothing else was touched: the container's server, the session's worker, our sentinel.
+    assert!(dockerd.start_ticks_in(name, 1).is_some());
+    assert_eq!(debugtop_e2e::procs::state_of(sentinel.pid), Some('S'));
+    let (code, out, _) = run_docker_cli(&dockerd, &["audit", "--json", "--target", &spec]);
+    assert_eq!(code, Some(0), "clean after the kill: {out}");
+    drop(harness);
+
+    // Words for a container without the CLI, and for no such container.
+    let bare = format!("docker:{name}");
+    let (code, out, _) = run_docker_cli(&dockerd, &["audit", "--target", &bare]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("install debugtop-cli there"), "{out}");
+    let (code, out, _) = run_docker_cli(&dockerd, &["audit", "--target", "docker:nobody-here"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("cannot reach it through docker"), "{out}");
+    client.close().await;
+}
+
+fn uuid_like() -> String {
+    let n = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "{:08x}-0000-4000-8000-{:012x}",
+        (n >> 48) as u32,
+        n & 0xffff_ffff_ffff
+    )
 }

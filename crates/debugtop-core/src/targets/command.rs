@@ -7,6 +7,10 @@ use crate::model::{Target, TargetFailure};
 /// The environment variable that replaces `ssh` (split into words like a shell, never run by
 /// one), as `GIT_SSH_COMMAND` does for git: `DEBUGTOP_SSH_COMMAND="ssh -F ~/.ssh/work.conf"`.
 pub const SSH_COMMAND_ENV: &str = "DEBUGTOP_SSH_COMMAND";
+/// The same for `docker`: `DEBUGTOP_DOCKER_COMMAND="docker --context prod"`, or `podman`.
+pub const DOCKER_COMMAND_ENV: &str = "DEBUGTOP_DOCKER_COMMAND";
+/// The same for `kubectl`: `DEBUGTOP_KUBECTL_COMMAND="kubectl --context staging"`.
+pub const KUBECTL_COMMAND_ENV: &str = "DEBUGTOP_KUBECTL_COMMAND";
 
 /// A program and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,30 +35,54 @@ const SSH_OPTIONS: [&str; 9] = [
     "ServerAliveCountMax=3",
 ];
 
-/// The programs that reach targets (only ssh's can be replaced).
+/// The programs that reach targets, each with any arguments of its own (`ssh -F
+/// ~/.ssh/work.conf`, `docker -H unix:///run/user/1000/docker.sock`, `podman`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Engines {
-    /// `ssh` and any arguments of its own (`ssh -F ~/.ssh/work.conf`).
+    /// For `ssh:` targets.
     pub ssh: Vec<String>,
+    /// For `docker:` targets.
+    pub docker: Vec<String>,
+    /// For `kubectl:` targets.
+    pub kubectl: Vec<String>,
 }
 
 impl Default for Engines {
     fn default() -> Self {
         Self {
             ssh: vec!["ssh".to_owned()],
+            docker: vec!["docker".to_owned()],
+            kubectl: vec!["kubectl".to_owned()],
         }
     }
 }
 
+/// `var`'s words, when it is set to something that splits into at least one word.
+fn words_of(var: &str) -> Option<Vec<String>> {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| shlex::split(&s))
+        .filter(|w| !w.is_empty())
+}
+
 impl Engines {
-    /// The defaults, with `DEBUGTOP_SSH_COMMAND` when set.
+    /// The defaults, each replaced by its `DEBUGTOP_*_COMMAND` when set.
     pub fn from_env() -> Self {
-        let ssh = std::env::var(SSH_COMMAND_ENV)
-            .ok()
-            .and_then(|s| shlex::split(&s))
-            .filter(|w| !w.is_empty());
-        ssh.map_or_else(Self::default, |ssh| Self { ssh })
+        let d = Self::default();
+        Self {
+            ssh: words_of(SSH_COMMAND_ENV).unwrap_or(d.ssh),
+            docker: words_of(DOCKER_COMMAND_ENV).unwrap_or(d.docker),
+            kubectl: words_of(KUBECTL_COMMAND_ENV).unwrap_or(d.kubectl),
+        }
     }
+}
+
+/// `engine`'s program and its own arguments, followed by `more`.
+fn engine_words(engine: &[String], more: Vec<String>) -> Option<(String, Vec<String>)> {
+    let (program, own) = engine.split_first()?;
+    let mut words = own.to_vec();
+    words.extend(more);
+    Some((program.clone(), words))
 }
 
 /// How to run `debugtop-cli <remote…>` on `target`. `None` for `local` (run in process).
@@ -64,21 +92,18 @@ pub fn invocation(target: &Target, remote: &[String], engines: &Engines) -> Opti
     let (program, args) = match target {
         Target::Local => return None,
         Target::Ssh { dest, port, .. } => {
-            let (program, own) = engines.ssh.split_first()?;
-            let program = program.clone();
-            let mut words = own.to_vec();
-            words.extend(SSH_OPTIONS.iter().map(|s| (*s).to_owned()));
+            let mut words: Vec<String> = SSH_OPTIONS.iter().map(|s| (*s).to_owned()).collect();
             if let Some(p) = port {
                 words.extend(["-p".to_owned(), p.to_string()]);
             }
             let line = shlex::try_join(far.iter().map(String::as_str)).unwrap_or_default();
             words.extend(["--".to_owned(), dest.clone(), line]);
-            (program, words)
+            engine_words(&engines.ssh, words)?
         }
         Target::Docker { container, .. } => {
             let mut words = vec!["exec".to_owned(), container.clone()];
             words.extend(far);
-            ("docker".to_owned(), words)
+            engine_words(&engines.docker, words)?
         }
         Target::Kubectl {
             namespace,
@@ -96,7 +121,7 @@ pub fn invocation(target: &Target, remote: &[String], engines: &Engines) -> Opti
             }
             words.push("--".to_owned());
             words.extend(far);
-            ("kubectl".to_owned(), words)
+            engine_words(&engines.kubectl, words)?
         }
         Target::Cmd { argv } => {
             let (program, rest) = argv.split_first()?;

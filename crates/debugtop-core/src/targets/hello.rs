@@ -48,6 +48,15 @@ fn fail(target: &Target, failure: TargetFailure, detail: String) -> Error {
     }
 }
 
+/// An engine's own error printed on stdout instead of the stream (docker 20.10 prints "OCI
+/// runtime exec failed: … executable file not found" there), worded like the same text on
+/// stderr would be.
+fn engine_said(target: &Target, line: &[u8]) -> Option<Error> {
+    let text = String::from_utf8_lossy(line);
+    let (failure, detail) = super::command::classify(target, None, &text);
+    (failure != TargetFailure::Lost).then(|| fail(target, failure, detail))
+}
+
 /// Checks the first line a target printed: a hello of this stream version.
 pub fn check_hello(target: &Target, line: &[u8]) -> Result<Hello> {
     let shown = super::command::tidy(&String::from_utf8_lossy(line), 120);
@@ -61,7 +70,9 @@ pub fn check_hello(target: &Target, line: &[u8]) -> Result<Hello> {
             ),
         )
     };
-    let value: serde_json::Value = serde_json::from_slice(line).map_err(|_| garbage())?;
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return Err(engine_said(target, line).unwrap_or_else(garbage));
+    };
     let hello = value.get("hello").ok_or_else(garbage)?;
     let stream = hello.get("stream").and_then(|s| s.as_str()).unwrap_or("");
     let version = hello
@@ -134,5 +145,21 @@ mod tests {
         assert!(e.contains("does not match"), "{e}");
         let e = said(r#"{"hello":{}}"#);
         assert!(e.contains("no stream version"), "{e}");
+    }
+
+    /// Regression: docker 20.10 prints a missing command's error on stdout; it read as garbage.
+    #[test]
+    fn docker_printing_its_exec_error_on_stdout_is_not_garbage() {
+        let t: Target = "docker:web".parse().unwrap_or(Target::Local);
+        let line = br#"OCI runtime exec failed: exec failed: unable to start container process: exec: "debugtop-cli": executable file not found in $PATH: unknown"#;
+        match check_hello(&t, line) {
+            Err(Error::Target {
+                failure, detail, ..
+            }) => {
+                assert_eq!(failure, TargetFailure::NotInstalled, "{detail}");
+                assert!(detail.contains("install debugtop-cli there"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -10,7 +10,10 @@ pub mod hello;
 pub mod once;
 pub mod stream;
 
-pub use command::{classify, invocation, Engines, Invocation, SSH_COMMAND_ENV};
+pub use command::{
+    classify, invocation, Engines, Invocation, DOCKER_COMMAND_ENV, KUBECTL_COMMAND_ENV,
+    SSH_COMMAND_ENV,
+};
 pub use hello::{check_hello, hello_line, local_hello};
 pub use once::{run_once, Answer};
 pub use stream::{spawn_stream, Feed, StreamConfig, TargetFeed};
