@@ -260,8 +260,12 @@ impl AppState {
             let mut last: Option<Arc<Update>> = None;
             while rx.changed().await.is_ok() {
                 let update = rx.borrow_and_update().update.clone();
-                if let Some(u) = update.as_ref().filter(|u| !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, u))) {
-                    critical_seen = Some(me.notify_critical_of(u, critical_seen.as_ref(), Some(&target)));
+                if let Some(u) = update
+                    .as_ref()
+                    .filter(|u| !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, u)))
+                {
+                    critical_seen =
+                        Some(me.notify_critical_of(u, critical_seen.as_ref(), Some(&target)));
                     last = Some(Arc::clone(u));
                 }
                 if me.settings().target == target {
@@ -343,6 +347,10 @@ impl AppState {
         if let Some((a, b)) = self.sampler.lock().ok().and_then(|mut g| g.take()) {
             a.abort();
             b.abort();
+        }
+        // The remote streams too (their commands are killed as their feeds drop).
+        if let Ok(mut r) = self.remotes.lock() {
+            r.clear();
         }
     }
 

@@ -417,6 +417,90 @@ fn a_new_critical_finding_raises_a_desktop_notification() {
     );
 }
 
+/// Processes (pid, argv) below this test process whose argv contains `needle`.
+fn ours_running(needle: &str) -> Vec<(u32, String)> {
+    let me = std::process::id();
+    debugtop_e2e::procs::descendants(me)
+        .into_iter()
+        .filter_map(|(pid, _)| {
+            let argv = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+            argv.contains(needle).then_some((pid, argv))
+        })
+        .collect()
+}
+
+/// A remote target's new critical finding is notified like a local one, naming the target;
+/// a changed interval restarts its stream with the new interval.
+#[test]
+fn a_remote_targets_new_critical_is_notified_with_its_name_and_follows_the_interval() {
+    let cli = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/debug/debugtop-cli");
+    let target = format!("cmd:{cli}");
+    let dir = tempfile::tempdir().expect("dir");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"interval_ms": 200, "grace_secs": 0.0, "notify_critical": true, "targets": [target]})
+            .to_string(),
+    )
+    .expect("settings");
+    let rec = Arc::new(Recorder::default());
+    let state = Arc::new(AppState::new(
+        settings,
+        rec.clone(),
+        Arc::new(FixedPicker::default()),
+    ));
+    state.sync_targets();
+    wait_for(Duration::from_secs(30), || {
+        let u = state.remote_update(&target.parse().ok()?)?;
+        (u.seq >= 2).then_some(())
+    })
+    .expect("the cmd target streams");
+    assert_eq!(ours_running("--interval 200").len(), 1);
+
+    let gone = HeldZombie::new();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/worker/dist/proxy/proxy-bootstrap.js");
+    let worker = Spawned::spawn(
+        std::process::Command::new("node")
+            .arg(script)
+            .arg(format!("--mcp-owner-pid={}", gone.pid))
+            .arg("--mcp-session-id=remote-notify-session"),
+    );
+    let title = format!("debugtop: orphaned-worker on {target}:");
+    let wpid = worker.pid;
+    let ours = move |n: &String| n.starts_with(&title) && n.contains(&format!("worker {wpid} "));
+    let seen = wait_for(Duration::from_secs(20), || {
+        let v = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.iter().any(&ours).then_some(v)
+    })
+    .unwrap_or_else(|| panic!("no notification naming the target: {:?}", rec.0.lock()));
+    assert_eq!(seen.iter().filter(|n| ours(n)).count(), 1, "{seen:?}");
+
+    let mut s = state.settings();
+    s.interval_ms = 700;
+    if let Ok(mut g) = state.settings.lock() {
+        *g = s;
+    }
+    state.sync_targets();
+    wait_for(Duration::from_secs(20), || {
+        (ours_running("--interval 200").is_empty() && ours_running("--interval 700").len() == 1)
+            .then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "not restarted with the new interval: {:?}",
+            ours_running("--interval")
+        )
+    });
+    state.stop_sampler();
+    drop(worker);
+    wait_for(Duration::from_secs(10), || {
+        ours_running("--interval").is_empty().then_some(())
+    })
+    .expect("the remote command ends with the app");
+}
+
 /// One recorded world, the CLI's flag mapping and the app's settings mapping: the same audit
 /// JSON to the byte, and the same kill plan from the app's `plan_kill` as from the CLI's path.
 #[test]
