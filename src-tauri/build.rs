@@ -4,6 +4,7 @@ fn main() {
     let attrs =
         tauri_build::Attributes::new().app_manifest(tauri_build::AppManifest::new().commands(&[
             "subscribe",
+            "resync",
             "subscribe_targets",
             "add_target",
             "remove_target",

@@ -10,8 +10,10 @@ use debugtop_core::actions::audit;
 use debugtop_core::actions::export::{self, ExportFormat};
 use debugtop_core::actions::fleet::{self, TargetSnapshot};
 use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest};
+use debugtop_core::delta::Follower;
 use debugtop_core::model::{
-    AuditResult, KillReport, ProcId, Progress, Snapshot, Target, TargetAudit, TargetStatus, Update,
+    AuditResult, KillReport, ProcId, Progress, Snapshot, Target, TargetAudit, TargetStatus,
+    ViewMessage,
 };
 use debugtop_core::sources::Sources;
 use debugtop_core::targets::Engines;
@@ -24,26 +26,39 @@ use crate::AppError;
 
 type AppStateRef<'a> = State<'a, Arc<AppState>>;
 
-/// Streams every live update to the UI, and every tick error (`None` once ticks succeed
-/// again), replacing any earlier subscriber. The UI never polls.
+/// Streams the view to the UI — the whole snapshot first, then only what changed since the
+/// update this subscriber was sent last ([`debugtop_core::delta`]) — and every tick error
+/// (`None` once ticks succeed again), replacing any earlier subscriber. The UI never polls; it
+/// calls [`resync`] when a message does not follow the one it has.
 #[tauri::command]
 pub fn subscribe(
     state: AppStateRef<'_>,
-    on_update: Channel<Arc<Update>>,
+    on_update: Channel<ViewMessage>,
     on_error: Channel<Option<String>>,
 ) {
     let st = Arc::clone(&state);
     let mut updates = st.view.subscribe();
     let mut errors = st.tick_error.subscribe();
+    let mut resyncs = st.resync.subscribe();
     let task = tauri::async_runtime::spawn(async move {
+        let mut follower = Follower::default();
         loop {
             if let Some(u) = updates.borrow_and_update().clone() {
-                if !st.is_paused() && !send_update(&st, &on_update, u) {
-                    break;
+                if !st.is_paused() {
+                    if let Some(m) = follower.next(&u) {
+                        if !send_update(&st, &on_update, m) {
+                            break;
+                        }
+                    }
                 }
             }
             tokio::select! {
                 changed = updates.changed() => if changed.is_err() { break },
+                changed = resyncs.changed() => {
+                    if changed.is_err() { break }
+                    resyncs.borrow_and_update();
+                    follower.resync();
+                }
                 changed = errors.changed() => {
                     if changed.is_err() || on_error.send(errors.borrow_and_update().clone()).is_err() {
                         break;
@@ -57,6 +72,13 @@ pub fn subscribe(
             old.abort();
         }
     }
+}
+
+/// The UI lost track (a message that does not follow the one it has): the next message is the
+/// whole snapshot, sent now.
+#[tauri::command]
+pub fn resync(state: AppStateRef<'_>) {
+    state.resync.send_modify(|n| *n += 1);
 }
 
 /// Streams every target's status (local first), at most twice a second.
@@ -154,12 +176,17 @@ async fn persist(state: &AppState, s: Settings) -> Result<Settings, AppError> {
     Ok(s)
 }
 
-/// Sends one update and counts it; false when the UI is gone.
-fn send_update(st: &AppState, ch: &Channel<Arc<Update>>, u: Arc<Update>) -> bool {
-    let bytes = serde_json::to_vec(&*u).map_or(0, |b| b.len() as u64);
+/// Sends one message and counts it (whole snapshots and changes apart); false when the UI is
+/// gone.
+fn send_update(st: &AppState, ch: &Channel<ViewMessage>, m: ViewMessage) -> bool {
+    let bytes = serde_json::to_vec(&m).map_or(0, |b| b.len() as u64);
     st.ipc.messages.fetch_add(1, Ordering::Relaxed);
     st.ipc.bytes.fetch_add(bytes, Ordering::Relaxed);
-    ch.send(u).is_ok()
+    if matches!(m, ViewMessage::Full { .. }) {
+        st.ipc.full.fetch_add(1, Ordering::Relaxed);
+    }
+    st.ipc.last_bytes.store(bytes, Ordering::Relaxed);
+    ch.send(m).is_ok()
 }
 
 fn tokio_handle(task: tauri::async_runtime::JoinHandle<()>) -> tokio::task::JoinHandle<()> {

@@ -81,6 +81,7 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
 fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
         commands::subscribe,
+        commands::resync,
         commands::subscribe_targets,
         commands::add_target,
         commands::remove_target,
@@ -103,6 +104,7 @@ fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Syn
 fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
         commands::subscribe,
+        commands::resync,
         commands::subscribe_targets,
         commands::add_target,
         commands::remove_target,

@@ -40,6 +40,10 @@ pub struct IpcStats {
     pub messages: AtomicU64,
     /// Their JSON size, summed.
     pub bytes: AtomicU64,
+    /// How many were whole snapshots (the rest were changes).
+    pub full: AtomicU64,
+    /// The size of the last one.
+    pub last_bytes: AtomicU64,
 }
 
 /// A remote target's stream and the task that forwards it to the view and the statuses.
@@ -76,6 +80,8 @@ pub struct AppState {
     pub ipc: IpcStats,
     /// What the UI is shown: the selected target's latest update.
     pub view: watch::Sender<Option<Arc<Update>>>,
+    /// Bumped when the UI asks for the whole snapshot again.
+    pub resync: watch::Sender<u64>,
     /// Every target's status, `local` first.
     pub statuses: watch::Sender<Vec<TargetStatus>>,
     /// Plans held for a remote target: plan id → where, and what was asked.
@@ -119,6 +125,7 @@ impl AppState {
             plans: Mutex::new(PlanRegistry::default()),
             ipc: IpcStats::default(),
             view: watch::channel(None).0,
+            resync: watch::channel(0).0,
             statuses: watch::channel(Vec::new()).0,
             remote_plans: Mutex::new(std::collections::HashMap::new()),
             remotes: Mutex::new(Vec::new()),

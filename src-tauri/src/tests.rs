@@ -133,6 +133,16 @@ fn subscribe_streams_updates_and_set_paused_stops_them() {
     wait_for(Duration::from_secs(10), || (sent() >= 3).then_some(()))
         .expect("updates arrive over the channel");
     assert!(st.ipc.bytes.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    // The first message is the whole snapshot, the rest are changes; a resync sends it whole.
+    let full = || st.ipc.full.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(full(), 1, "only the first message is whole");
+    t.call("resync", json!({})).expect("resync");
+    wait_for(Duration::from_secs(10), || (full() == 2).then_some(()))
+        .expect("a resync sends the whole snapshot");
+    let at = sent();
+    wait_for(Duration::from_secs(10), || (sent() >= at + 2).then_some(()))
+        .expect("changes again after the resync");
+    assert_eq!(full(), 2);
     t.call("set_paused", json!({ "paused": true }))
         .expect("pause");
     // Let a send that was already under way finish, then nothing more may go out over a

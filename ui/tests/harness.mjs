@@ -105,9 +105,46 @@ export async function open(browser, url, responses = {}) {
   return { page, errors };
 }
 
-/** Sends one update through the subscribe channel. */
+/** Sends one whole snapshot through the subscribe channel. */
 export async function push(page, snapshot, seq = 1, events = []) {
-  await page.evaluate(([snapshot, seq, events]) => window.__push('subscribe:onUpdate', { seq, snapshot, events }), [snapshot, seq, events]);
+  await page.evaluate(([snapshot, seq, events]) => window.__push('subscribe:onUpdate', { type: 'full', seq, snapshot, events }), [snapshot, seq, events]);
+}
+
+/** Sends changes (a `SnapshotChanges`) through the subscribe channel. */
+export async function pushChanges(page, changes) {
+  await page.evaluate((c) => window.__push('subscribe:onUpdate', { type: 'changes', ...c }), changes);
+}
+
+/**
+ * Runs `act` (a function source, evaluated in the page) while counting DOM mutations under
+ * each selector; returns the counts.
+ */
+export async function mutationsDuring(page, selectors, act, arg) {
+  return page.evaluate(
+    async ([selectors, act, arg]) => {
+      const counts = {};
+      const observers = selectors.map((sel) => {
+        counts[sel] = { added: 0, removed: 0, text: 0, attrs: 0 };
+        const mo = new MutationObserver((ms) => {
+          for (const m of ms) {
+            if (m.type === 'childList') {
+              counts[sel].added += m.addedNodes.length;
+              counts[sel].removed += m.removedNodes.length;
+            } else if (m.type === 'characterData') counts[sel].text += 1;
+            else counts[sel].attrs += 1;
+          }
+        });
+        const el = document.querySelector(sel);
+        if (el) mo.observe(el, { subtree: true, childList: true, characterData: true, attributes: true });
+        return mo;
+      });
+      await new Function('arg', `return (${act})(arg)`)(arg);
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r())));
+      for (const mo of observers) mo.disconnect();
+      return counts;
+    },
+    [selectors, act.toString(), arg],
+  );
 }
 
 export function clone(x) {

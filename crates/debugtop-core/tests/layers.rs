@@ -11,7 +11,7 @@ fn layer(module: &str) -> Option<u8> {
     Some(match module {
         "error" => 0,
         "model" => 1,
-        "redact" | "safe_fs" => 2,
+        "redact" | "safe_fs" | "delta" => 2,
         "collect" => 3,
         "sources" | "state" => 4,
         "report" | "targets" => 5,

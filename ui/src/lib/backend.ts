@@ -1,7 +1,7 @@
 // The one place the UI talks to the backend. Types come from the Rust model (ts-rs); the UI
 // never polls: live updates arrive on a channel pushed by the backend's sampler.
 import { Channel, invoke } from '@tauri-apps/api/core';
-import type { Update } from './bindings/Update';
+import type { ViewMessage } from './bindings/ViewMessage';
 import type { Snapshot } from './bindings/Snapshot';
 import type { HeldPlan } from './bindings/HeldPlan';
 import type { KillReport } from './bindings/KillReport';
@@ -12,15 +12,20 @@ import type { Settings } from './bindings/Settings';
 import type { ExportFormat } from './bindings/ExportFormat';
 import type { TargetStatus } from './bindings/TargetStatus';
 
-/** Live updates, and tick errors (`null` once ticks succeed again). */
-export function subscribe(onUpdate: (u: Update) => void, onError: (e: string | null) => void): Promise<void> {
-  const updates = new Channel<Update>();
+/**
+ * Live updates — the whole snapshot, then what changed since the message before — and tick
+ * errors (`null` once ticks succeed again).
+ */
+export function subscribe(onUpdate: (m: ViewMessage) => void, onError: (e: string | null) => void): Promise<void> {
+  const updates = new Channel<ViewMessage>();
   updates.onmessage = onUpdate;
   const errors = new Channel<string | null>();
   errors.onmessage = onError;
   return invoke('subscribe', { onUpdate: updates, onError: errors });
 }
 
+/** Asks for the whole snapshot again (a message did not follow the one the view has). */
+export const resync = () => invoke<void>('resync');
 export const currentSnapshot = () => invoke<Snapshot | null>('current_snapshot');
 /** Plans live in the backend: the UI shows a held plan and executes it by id, once. */
 export const planKill = (request: KillRequest) => invoke<HeldPlan>('plan_kill', { request });

@@ -6,6 +6,7 @@
 //! their one wording (`Display`); nothing here touches the OS, and nothing here imports
 //! another module of the crate.
 
+mod delta;
 mod facts;
 mod finding;
 mod health;
@@ -21,6 +22,10 @@ mod timeline;
 mod tree;
 mod update;
 
+pub use delta::{
+    EnvironmentChange, Key, Keyed, SnapshotChanges, SnapshotHead, TimelineChanges, TreeRow,
+    ViewMessage,
+};
 pub use facts::{from_log, ExitHow, Fact, FactSource, Subject, What};
 pub use finding::{Finding, FindingKind, Severity};
 pub use health::{Health, HealthError, HttpSessionDetail};

@@ -1,0 +1,141 @@
+// The live view, kept from the backend's messages: a whole snapshot, then only what changed.
+// The same rule as debugtop_core::delta::apply (proved there: apply(a, diff(a, b)) == b).
+// Parts that did not change keep their identity, so what draws them is not redrawn; a tick
+// where nothing but the clock moved changes nothing at all. Pure: no DOM, no IPC.
+import type { Snapshot } from './bindings/Snapshot';
+import type { SnapshotChanges } from './bindings/SnapshotChanges';
+import type { ViewMessage } from './bindings/ViewMessage';
+import type { Keyed } from './bindings/Keyed';
+import type { TreeRow } from './bindings/TreeRow';
+import type { TreeNode } from './bindings/TreeNode';
+import type { Proc } from './bindings/Proc';
+import type { Finding } from './bindings/Finding';
+import type { LogEvent } from './bindings/LogEvent';
+
+export const procKey = (p: Proc) => `${p.pid}:${p.start_ticks}`;
+export const findingKey = (f: Finding) => f.id;
+export const rowKey = (r: TreeRow) => r.node.id;
+
+/** The tree as rows in depth-first order, each without its children. */
+export function rows(tree: TreeNode[]): TreeRow[] {
+  const out: TreeRow[] = [];
+  const walk = (n: TreeNode, parent: string | null) => {
+    out.push({ parent, node: { ...n, children: [] } });
+    for (const c of n.children) walk(c, n.id);
+  };
+  for (const n of tree) walk(n, null);
+  return out;
+}
+
+/** The tree back from rows in depth-first order. */
+export function forest(rs: TreeRow[]): TreeNode[] {
+  const roots: TreeNode[] = [];
+  const open: TreeNode[] = [];
+  const close = () => {
+    const done = open.pop();
+    if (!done) return;
+    const parent = open[open.length - 1];
+    if (parent) parent.children.push(done);
+    else roots.push(done);
+  };
+  for (const r of rs) {
+    if (r.parent !== null && open.some((o) => o.id === r.parent)) {
+      while (open.length && open[open.length - 1].id !== r.parent) close();
+    } else {
+      while (open.length) close();
+    }
+    open.push({ ...r.node, children: [] });
+  }
+  while (open.length) close();
+  return roots;
+}
+
+export function applyKeyed<T>(a: T[], k: Keyed<T>, key: (x: T) => string): T[] {
+  const gone = new Set(k.remove ?? []);
+  const out = gone.size ? a.filter((x) => !gone.has(key(x))) : a.slice();
+  const at = new Map<string, number>();
+  out.forEach((x, i) => at.set(key(x), i));
+  for (const x of k.upsert ?? []) {
+    const i = at.get(key(x));
+    if (i === undefined) {
+      at.set(key(x), out.length);
+      out.push(x);
+    } else out[i] = x;
+  }
+  if (!k.order) return out;
+  const by = new Map(out.map((x) => [key(x), x]));
+  return k.order.flatMap((kk) => (by.has(kk) ? [by.get(kk) as T] : []));
+}
+
+/** What receiving a message did. */
+export type Received = 'changed' | 'idle' | 'resync';
+
+/** The live snapshot as the messages build it. */
+export class LiveView {
+  snapshot: Snapshot | null = null;
+  seq: number | null = null;
+  /** When the last message's sample was taken (an idle tick moves only this). */
+  takenAt: string | null = null;
+  events: LogEvent[] = [];
+  /** The tree as rows, kept so a tree change is applied without re-walking the tree. */
+  private treeRows: TreeRow[] = [];
+  /** How many timeline events fell off the front so far: event i's stable key is dropped + i. */
+  timelineDropped = 0;
+
+  receive(m: ViewMessage): Received {
+    if (m.type === 'full') {
+      this.snapshot = m.snapshot;
+      this.treeRows = rows(m.snapshot.tree);
+      this.seq = Number(m.seq);
+      this.takenAt = m.snapshot.taken_at;
+      this.events = m.events;
+      this.timelineDropped = 0;
+      return 'changed';
+    }
+    if (!this.snapshot || Number(m.base) !== this.seq) return 'resync';
+    this.seq = Number(m.seq);
+    this.takenAt = m.taken_at;
+    this.events = m.events ?? [];
+    const next = this.apply(this.snapshot, m);
+    if (next === this.snapshot) return 'idle';
+    this.snapshot = next;
+    return 'changed';
+  }
+
+  /** `a` with the changes; `a` itself when only the clock moved. */
+  private apply(a: Snapshot, c: SnapshotChanges): Snapshot {
+    const s: Snapshot = { ...a };
+    let changed = false;
+    const take = <K extends keyof Snapshot>(k: K, v: Snapshot[K] | undefined) => {
+      if (v !== undefined) {
+        s[k] = v;
+        changed = true;
+      }
+    };
+    if (c.head) {
+      Object.assign(s, c.head);
+      changed = true;
+    }
+    take('servers', c.servers);
+    take('http_sessions', c.http_sessions);
+    take('debug_sessions', c.debug_sessions);
+    take('log_excerpts', c.log_excerpts);
+    take('sources', c.sources);
+    if (c.environment) take('environment', c.environment.value);
+    if (c.processes) take('processes', applyKeyed(a.processes, c.processes, procKey));
+    if (c.findings) take('findings', applyKeyed(a.findings, c.findings, findingKey));
+    if (c.tree) {
+      this.treeRows = applyKeyed(this.treeRows, c.tree, rowKey);
+      take('tree', forest(this.treeRows));
+    }
+    if (c.timeline) {
+      const t = c.timeline;
+      const base = t.reset ? [] : a.timeline.slice(Math.min(t.drop_front, a.timeline.length));
+      this.timelineDropped = t.reset ? 0 : this.timelineDropped + t.drop_front;
+      take('timeline', base.concat(t.append));
+    }
+    if (!changed && (c.events ?? []).length === 0) return a;
+    s.taken_at = c.taken_at;
+    return s;
+  }
+}
