@@ -251,11 +251,13 @@ async fn server_tick(a: &Args) -> anyhow::Result<()> {
     e.tick().await?;
     let mut v = Vec::new();
     let mut nodes = 0;
+    let mut window = WindowBytes::default();
     for _ in 0..a.reps {
         let t = Instant::now();
         let u = e.tick().await?;
         v.push(t.elapsed().as_secs_f64() * 1000.0);
         nodes = u.snapshot.processes.len();
+        window.add(&std::sync::Arc::new(u));
     }
     line(
         &format!(
@@ -265,8 +267,53 @@ async fn server_tick(a: &Args) -> anyhow::Result<()> {
         stats(v),
         "ms",
     );
+    window.report();
     let u = e.tick().await?;
     targets_cost(a, &serde_json::to_string(&u)?).await
+}
+
+/// What the window is sent per tick: the whole update against the changes the app now sends
+/// (`delta::Follower`, as the app's subscriber), and the time saying them takes.
+#[derive(Default)]
+struct WindowBytes {
+    follower: debugtop_core::delta::Follower,
+    started: bool,
+    whole: Vec<f64>,
+    sent: Vec<f64>,
+    diff_ms: Vec<f64>,
+}
+
+impl WindowBytes {
+    fn add(&mut self, u: &std::sync::Arc<debugtop_core::model::Update>) {
+        let t = Instant::now();
+        let m = self.follower.next(u);
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        let sent = m
+            .and_then(|m| serde_json::to_vec(&m).ok())
+            .map_or(0, |b| b.len());
+        // The first message is whole by design: only the ticks after it say what a tick costs.
+        if std::mem::replace(&mut self.started, true) {
+            let whole = serde_json::to_vec(&**u).map_or(0, |b| b.len());
+            self.whole.push(whole as f64);
+            self.sent.push(sent as f64);
+            self.diff_ms.push(ms);
+        }
+    }
+
+    fn report(self) {
+        if self.sent.is_empty() {
+            return;
+        }
+        let (w, s, d) = (stats(self.whole), stats(self.sent), stats(self.diff_ms));
+        println!(
+            "window message per tick: whole update median {:.0} B; changes sent median {:.0} B (max {:.0} B, {:.4}× the whole); saying them median {:.3} ms",
+            w.median,
+            s.median,
+            s.max,
+            s.median / w.median.max(1.0),
+            d.median
+        );
+    }
 }
 
 /// What 20 remote targets streaming at 1 Hz cost the process that reads them (the app's
