@@ -332,3 +332,80 @@ pub fn untouched(pid: u32, ticks: u64) -> bool {
         && state_of(pid).is_some_and(|s| s != 'Z' && s != 'X')
         && nothing_pending
 }
+
+/// Cheap stand-ins for the orphaned workers of a dead owner, at incident scale: each is a
+/// `sh` blocked reading a FIFO this struct holds open, whose argv carries the worker markers
+/// (`…/proxy-bootstrap.js --mcp-owner-pid=<owner> --mcp-session-id=<uuid>`) and nothing else
+/// of a worker. About half a megabyte each, so a thousand fit anywhere. No pipe to the test
+/// per child (a thousand would exhaust its descriptors). Killed and reaped on drop, by
+/// identity.
+#[derive(Debug)]
+pub struct StandIns {
+    children: Vec<(Child, u64)>,
+    _fifo_writer: std::fs::File,
+    _dir: tempfile::TempDir,
+}
+
+impl StandIns {
+    /// Spawns `n` of them for the gone `owner`.
+    pub fn orphaned_workers(n: usize, owner: u32) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("hold");
+        let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success(), "mkfifo {}", fifo.display());
+        // Read-write: opening never blocks, and the readers never see an end of file.
+        let writer = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fifo)
+            .expect("open the fifo");
+        let script = format!("read x < '{}'", fifo.display());
+        let children = (0..n)
+            .map(|i| {
+                let child = Command::new("sh")
+                    .arg("-c")
+                    .arg(&script)
+                    .arg("sh")
+                    .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
+                    .arg(format!("--mcp-owner-pid={owner}"))
+                    .arg(format!("--mcp-session-id=5a1d0000-0000-4000-8000-{i:012}"))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("spawn a stand-in");
+                let ticks = start_ticks(child.id()).unwrap_or(0);
+                (child, ticks)
+            })
+            .collect();
+        Self {
+            children,
+            _fifo_writer: writer,
+            _dir: dir,
+        }
+    }
+
+    /// Their identities (pid, start ticks).
+    pub fn identities(&self) -> Vec<(u32, u64)> {
+        self.children.iter().map(|(c, t)| (c.id(), *t)).collect()
+    }
+
+    /// How many are still running as the process we started (a zombie has exited).
+    pub fn alive(&self) -> usize {
+        self.children
+            .iter()
+            .filter(|(c, t)| {
+                start_ticks(c.id()) == Some(*t) && state_of(c.id()).is_some_and(|s| s != 'Z')
+            })
+            .count()
+    }
+}
+
+impl Drop for StandIns {
+    fn drop(&mut self) {
+        for (c, t) in &mut self.children {
+            signal_if_same(c.id(), *t, Signal::SIGKILL);
+            let _ = c.wait();
+        }
+    }
+}

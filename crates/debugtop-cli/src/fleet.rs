@@ -27,17 +27,12 @@ pub async fn audit(args: &AuditArgs, targets: &[Target], json: bool) -> anyhow::
 /// restricted to the confirmed identities.
 pub async fn kill(
     on: &Target,
-    finding: &str,
-    tree: bool,
+    request: kill::KillRequest,
     grace_ms: Option<u64>,
     dry_run: bool,
     yes: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let mut request = kill::parse_target(finding)?;
-    if let kill::KillRequest::Pid { tree: t, .. } = &mut request {
-        *t = tree;
-    }
     if json && !yes && !dry_run {
         anyhow::bail!("with --json there is no prompt: pass --yes or --dry-run");
     }

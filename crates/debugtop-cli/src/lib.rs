@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 use debugtop_core::actions::audit::AuditConfig;
 use debugtop_core::actions::export::ExportFormat;
-use debugtop_core::model::{ProcId, Target};
+use debugtop_core::actions::kill::KillRequest;
+use debugtop_core::model::{FindingKind, ProcId, Target};
 
 /// The longest SIGTERM → SIGKILL grace a kill accepts, in milliseconds.
 pub const MAX_GRACE_MS: u64 = 60_000;
@@ -87,8 +88,17 @@ pub enum Command {
     /// End a process (or what a finding names) safely: plan, SIGTERM, wait, SIGKILL, verify.
     /// Exit 0 only if every targeted process is verified gone.
     Kill {
-        /// A pid, or a finding id from `audit` (e.g. `leaked-adapter:1234.5678`).
-        target: String,
+        /// A pid, or one or more finding ids from `audit` (e.g. `leaked-adapter:1234.5678`),
+        /// killed in one plan.
+        targets: Vec<String>,
+        /// Instead of ids: every current finding of this kind that killing fixes, in one plan
+        /// (e.g. `--kind orphaned-worker`).
+        #[arg(long, value_name = "KIND", conflicts_with = "targets")]
+        kind: Option<FindingKind>,
+        /// With --kind: only the findings about this server (for orphaned workers, their gone
+        /// owner).
+        #[arg(long = "server", value_name = "PID", requires = "kind")]
+        server: Option<u32>,
         /// Also every descendant of the pid (a finding always includes what it started).
         #[arg(long)]
         tree: bool,
@@ -165,4 +175,37 @@ impl From<Format> for ExportFormat {
 /// The audit's configuration from the flags.
 pub fn audit_config(args: &AuditArgs) -> AuditConfig {
     AuditConfig::new(args.grace, args.servers.clone())
+}
+
+/// What `kill`'s arguments ask for: a pid (with `--tree`), one or several finding ids, or
+/// `--kind KIND [--server PID]`.
+pub fn kill_request(
+    targets: &[String],
+    kind: Option<FindingKind>,
+    server: Option<u32>,
+    tree: bool,
+) -> Result<KillRequest, debugtop_core::Error> {
+    use debugtop_core::actions::kill::parse_target;
+    if let Some(kind) = kind {
+        return Ok(KillRequest::Kind { kind, server });
+    }
+    match targets {
+        [] => Err(debugtop_core::Error::NothingToKill(
+            "name a pid, one or more finding ids, or --kind KIND".to_owned(),
+        )),
+        [one] => Ok(match parse_target(one)? {
+            KillRequest::Pid { pid, .. } => KillRequest::Pid { pid, tree },
+            other => other,
+        }),
+        many => many
+            .iter()
+            .map(|t| match parse_target(t)? {
+                KillRequest::Finding { id } => Ok(id),
+                _ => Err(debugtop_core::Error::NothingToKill(format!(
+                    "{t}: several targets must all be finding ids (kill one pid at a time)"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|ids| KillRequest::Findings { ids }),
+    }
 }

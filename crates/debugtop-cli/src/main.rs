@@ -98,7 +98,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// `kill`: on a target (planned and checked there), or here.
 async fn kill_command(command: Command) -> anyhow::Result<ExitCode> {
     let Command::Kill {
-        target,
+        targets,
+        kind,
+        server,
         tree,
         grace_ms,
         dry_run,
@@ -111,11 +113,12 @@ async fn kill_command(command: Command) -> anyhow::Result<ExitCode> {
     else {
         anyhow::bail!("not a kill command");
     };
+    let request = debugtop_cli::kill_request(&targets, kind, server, tree)?;
     if let Some(on) = on.filter(|t| !t.is_local()) {
         if force {
             anyhow::bail!("--force is for pids on this machine: on a target, kill a finding id from `audit --target`, or a pid in its trees");
         }
-        return fleet::kill(&on, &target, tree, grace_ms, dry_run, yes, json).await;
+        return fleet::kill(&on, request, grace_ms, dry_run, yes, json).await;
     }
     let opts = kill::KillOptions {
         grace: grace_ms.map(Duration::from_millis),
@@ -127,7 +130,7 @@ async fn kill_command(command: Command) -> anyhow::Result<ExitCode> {
         json,
         only,
     };
-    kill_cmd(&target, tree, opts, how).await
+    kill_cmd(request, opts, how).await
 }
 
 /// Writes one line to stdout.
@@ -265,24 +268,19 @@ fn restrict(plan: &mut KillPlan, only: &[ProcId]) {
 }
 
 async fn kill_cmd(
-    target: &str,
-    tree: bool,
+    request: kill::KillRequest,
     opts: kill::KillOptions,
     how: KillHow,
 ) -> anyhow::Result<ExitCode> {
     if how.json && !how.yes && !how.dry_run {
         anyhow::bail!("with --json there is no prompt: pass --yes or --dry-run");
     }
-    let mut request = kill::parse_target(target)?;
-    if let kill::KillRequest::Pid { tree: t, .. } = &mut request {
-        *t = tree;
-    }
     let (findings, live) = match &request {
-        kill::KillRequest::Finding { .. } => {
+        kill::KillRequest::Pid { .. } => (Vec::new(), live_now().await?),
+        _ => {
             let run = audit_now(&AuditArgs::default()).await?;
             (run.findings, run.live)
         }
-        kill::KillRequest::Pid { .. } => (Vec::new(), live_now().await?),
     };
     let mut plan = kill::plan_for(&request, &findings, &live, opts)?;
     if let Some(only) = &how.only {

@@ -189,6 +189,7 @@ pub fn diff(
         processes: keyed(&a.processes, &s.processes).ok()?,
         tree: keyed(a_rows, b_rows).ok()?,
         findings: keyed(&a.findings, &s.findings).ok()?,
+        groups: whole(&a.groups, &s.groups),
         timeline: timeline(&a.timeline, &s.timeline),
         log_excerpts: whole(&a.log_excerpts, &s.log_excerpts),
         sources: whole(&a.sources, &s.sources),
@@ -213,6 +214,7 @@ pub fn apply(a: &Snapshot, c: &SnapshotChanges) -> Snapshot {
     replace(&mut s.debug_sessions, &c.debug_sessions);
     replace(&mut s.log_excerpts, &c.log_excerpts);
     replace(&mut s.sources, &c.sources);
+    replace(&mut s.groups, &c.groups);
     if let Some(k) = &c.processes {
         s.processes = apply_keyed(&a.processes, k);
     }

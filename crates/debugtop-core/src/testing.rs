@@ -776,6 +776,7 @@ pub fn sample_snapshot() -> Snapshot {
         debug_sessions: sample_debug_sessions(ended.clone()),
         processes: vec![p.server, p.worker, p.mock, p.tomb, p.adapter, p.debuggee, p.watchdog],
         tree,
+        groups: crate::model::group_findings(std::slice::from_ref(&finding)),
         findings: vec![finding],
         timeline: sample_timeline(&ended),
         log_excerpts: vec![LogExcerpt {

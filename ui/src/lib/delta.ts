@@ -121,6 +121,7 @@ export class LiveView {
     take('debug_sessions', c.debug_sessions);
     take('log_excerpts', c.log_excerpts);
     take('sources', c.sources);
+    take('groups', c.groups);
     if (c.environment) take('environment', c.environment.value);
     if (c.processes) take('processes', applyKeyed(a.processes, c.processes, procKey));
     if (c.findings) take('findings', applyKeyed(a.findings, c.findings, findingKey));

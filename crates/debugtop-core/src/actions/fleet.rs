@@ -134,6 +134,13 @@ pub async fn kill_remote(
     let mut args: Vec<String> = vec!["--hello".into(), "kill".into()];
     match request {
         KillRequest::Finding { id } => args.push(id.to_string()),
+        KillRequest::Findings { ids } => args.extend(ids.iter().map(ToString::to_string)),
+        KillRequest::Kind { kind, server } => {
+            args.extend(["--kind".to_owned(), kind.to_string()]);
+            if let Some(s) = server {
+                args.extend(["--server".to_owned(), s.to_string()]);
+            }
+        }
         KillRequest::Pid { pid, tree } => {
             args.push(pid.to_string());
             if *tree {

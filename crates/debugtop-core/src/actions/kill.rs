@@ -14,8 +14,8 @@ use ts_rs::TS;
 use crate::collect::{parse, read_stat};
 use crate::error::{Error, Result};
 use crate::model::{
-    Finding, FindingId, KillPlan, KillReport, LiveTable, Outcome, PidOutcome, Proc, ProcState,
-    Progress, Role,
+    Finding, FindingId, FindingKind, KillPlan, KillReport, LiveTable, Outcome, PidOutcome, Proc,
+    ProcState, Progress, Role,
 };
 use crate::state::plan::{self, PlanOptions, MAX_GRACE};
 
@@ -35,6 +35,18 @@ pub enum KillRequest {
     Finding {
         /// The finding id.
         id: FindingId,
+    },
+    /// What several findings name, in one plan (a group's bulk kill, or several ids given).
+    Findings {
+        /// The finding ids; each must be current and fixed by killing.
+        ids: Vec<FindingId>,
+    },
+    /// Every current finding of one kind that killing fixes (of one server, when given).
+    Kind {
+        /// The kind.
+        kind: FindingKind,
+        /// Only findings about this server (the gone owner, for orphaned workers).
+        server: Option<u32>,
     },
 }
 
@@ -92,33 +104,97 @@ pub fn plan_for(
             ))
         }
         KillRequest::Finding { id } => {
-            let f = findings.iter().find(|f| &f.id == id).ok_or_else(|| {
-                let known: Vec<String> = findings.iter().map(|f| f.id.to_string()).collect();
-                Error::NothingToKill(format!(
-                    "no current finding has the id {id} (it may be resolved already); current findings: {}",
-                    if known.is_empty() { "none".to_owned() } else { known.join(", ") }
-                ))
-            })?;
-            let suggested = f
-                .plan
-                .as_ref()
-                .filter(|p| !p.targets.is_empty())
-                .ok_or_else(|| {
-                    Error::NothingToKill(format!(
-                        "finding {id} is not fixed by killing: {}",
-                        f.suggested_action
-                    ))
-                })?;
+            let f = find(findings, id)?;
+            let suggested = fixed_by_killing(f)?;
             Ok(plan::plan(
                 live,
                 &f.pids,
                 PlanOptions {
                     tree: true,
-                    grace: grace(Some(suggested.grace_ms)),
+                    grace: grace(Some(suggested)),
                 },
             ))
         }
+        KillRequest::Findings { ids } => {
+            let chosen = ids
+                .iter()
+                .map(|id| find(findings, id))
+                .collect::<Result<Vec<_>>>()?;
+            bulk(live, &chosen, grace)
+        }
+        KillRequest::Kind { kind, server } => {
+            let chosen: Vec<&Finding> = findings
+                .iter()
+                .filter(|f| f.kind == *kind && server.is_none_or(|s| f.server_pid == Some(s)))
+                .filter(|f| fixed_by_killing(f).is_ok())
+                .collect();
+            if chosen.is_empty() {
+                return Err(Error::NothingToKill(format!(
+                    "no current {kind} finding{} is fixed by killing",
+                    server.map_or(String::new(), |s| format!(" of server {s}"))
+                )));
+            }
+            bulk(live, &chosen, grace)
+        }
     }
+}
+
+fn find<'a>(findings: &'a [Finding], id: &FindingId) -> Result<&'a Finding> {
+    findings.iter().find(|f| &f.id == id).ok_or_else(|| {
+        let known: Vec<String> = findings.iter().map(|f| f.id.to_string()).collect();
+        Error::NothingToKill(format!(
+            "no current finding has the id {id} (it may be resolved already); current findings: {}",
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ))
+    })
+}
+
+/// The grace a finding's own plan suggests, or why killing does not fix it.
+fn fixed_by_killing(f: &Finding) -> Result<u64> {
+    f.plan
+        .as_ref()
+        .filter(|p| !p.targets.is_empty())
+        .map(|p| p.grace_ms)
+        .ok_or_else(|| {
+            Error::NothingToKill(format!(
+                "finding {} is not fixed by killing: {}",
+                f.id, f.suggested_action
+            ))
+        })
+}
+
+/// One plan for every process the findings name (and what they started), with the longest
+/// grace any of them suggests; every finding must be fixed by killing.
+fn bulk(
+    live: &LiveTable,
+    chosen: &[&Finding],
+    grace: impl Fn(Option<u64>) -> Duration,
+) -> Result<KillPlan> {
+    let mut longest = 0;
+    let mut pids = Vec::new();
+    for f in chosen {
+        longest = longest.max(fixed_by_killing(f)?);
+        for p in &f.pids {
+            if !pids.contains(p) {
+                pids.push(*p);
+            }
+        }
+    }
+    if pids.is_empty() {
+        return Err(Error::NothingToKill("no finding was given".to_owned()));
+    }
+    Ok(plan::plan(
+        live,
+        &pids,
+        PlanOptions {
+            tree: true,
+            grace: grace(Some(longest)),
+        },
+    ))
 }
 
 /// The live table plus `pid` (and, with `tree`, its descendants) read from `/proc` now, as

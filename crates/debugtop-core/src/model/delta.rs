@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::finding::Finding;
+use super::finding::{Finding, FindingGroup};
 use super::logs::LogEvent;
 use super::process::{Proc, ServerInfo};
 use super::sessions::{DebugSession, HttpSession};
@@ -78,6 +78,10 @@ pub struct SnapshotChanges {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub findings: Option<Keyed<Finding>>,
+    /// The finding groups (sent whole when any changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub groups: Option<Vec<FindingGroup>>,
     /// New timeline events (and how many old ones fell off the front).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]

@@ -59,6 +59,28 @@ impl FindingKind {
     pub fn as_str(self) -> &'static str {
         self.into()
     }
+
+    /// What one finding of this kind is about, singular and plural ("leaked adapter").
+    pub fn nouns(self) -> (&'static str, &'static str) {
+        match self {
+            Self::LeakedWorker => ("leaked worker", "leaked workers"),
+            Self::OrphanedWorker => ("orphaned worker", "orphaned workers"),
+            Self::LeakedAdapter => ("leaked adapter", "leaked adapters"),
+            Self::LeakedDebuggee => ("leaked debuggee", "leaked debuggees"),
+            Self::OrphanedServer => ("orphaned MCP server", "orphaned MCP servers"),
+            Self::Spinning => ("spinning process", "spinning processes"),
+            Self::Zombie => ("zombie", "zombies"),
+            Self::Stopped => ("stopped process", "stopped processes"),
+            Self::SessionWithoutWorker => ("session without a worker", "sessions without a worker"),
+            Self::ServerUnresponsive => ("unresponsive server", "unresponsive servers"),
+        }
+    }
+
+    /// Whether findings of this kind are grouped by the server they concern (an orphaned MCP
+    /// server's finding names itself as the server: those are grouped by kind alone).
+    fn groups_by_server(self) -> bool {
+        !matches!(self, Self::OrphanedServer)
+    }
 }
 
 /// How bad.
@@ -113,4 +135,99 @@ pub struct Finding {
     pub suggested_action: String,
     /// The kill plan that would fix it, when killing is the fix.
     pub plan: Option<KillPlan>,
+}
+
+/// Findings of one kind and cause, as one line of the findings pane with one bulk plan:
+/// "1,000 orphaned workers of gone server 24633".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct FindingGroup {
+    /// Stable key: the kind and the server (`orphaned-worker@24633`, `zombie@-`).
+    pub key: String,
+    /// The kind.
+    pub kind: FindingKind,
+    /// The worst severity in it.
+    pub severity: Severity,
+    /// The server they concern (gone, for orphaned workers), when they share one.
+    pub server_pid: Option<u32>,
+    /// In words, with the count.
+    pub title: String,
+    /// Its findings, in the snapshot's order (worst first).
+    pub findings: Vec<FindingId>,
+    /// Distinct processes named by them.
+    pub pids: u32,
+    /// Whether killing fixes any of them (one bulk plan for those).
+    pub killable: bool,
+}
+
+/// "1,000" for 1000.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The findings grouped by kind and cause, in the order their first finding appears (findings
+/// come worst first, so groups do too).
+pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
+    let mut groups: Vec<(FindingGroup, std::collections::BTreeSet<u32>)> = Vec::new();
+    for f in findings {
+        let server = f.server_pid.filter(|_| f.kind.groups_by_server());
+        let key = format!(
+            "{}@{}",
+            f.kind,
+            server.map_or_else(|| "-".to_owned(), |p| p.to_string())
+        );
+        let at = match groups.iter().position(|(g, _)| g.key == key) {
+            Some(i) => i,
+            None => {
+                groups.push((
+                    FindingGroup {
+                        key,
+                        kind: f.kind,
+                        severity: f.severity,
+                        server_pid: server,
+                        title: String::new(),
+                        findings: Vec::new(),
+                        pids: 0,
+                        killable: false,
+                    },
+                    std::collections::BTreeSet::new(),
+                ));
+                groups.len() - 1
+            }
+        };
+        let (g, pids) = &mut groups[at];
+        g.severity = g.severity.max(f.severity);
+        g.findings.push(f.id.clone());
+        g.killable |= f.plan.as_ref().is_some_and(|p| !p.targets.is_empty());
+        pids.extend(f.pids.iter().copied());
+    }
+    groups
+        .into_iter()
+        .map(|(mut g, pids)| {
+            g.pids = u32::try_from(pids.len()).unwrap_or(u32::MAX);
+            g.title = group_title(&g);
+            g
+        })
+        .collect()
+}
+
+fn group_title(g: &FindingGroup) -> String {
+    let n = g.findings.len();
+    let (one, many) = g.kind.nouns();
+    let what = if n == 1 { one } else { many };
+    let of = match (g.kind, g.server_pid) {
+        (_, None) => String::new(),
+        (FindingKind::OrphanedWorker, Some(p)) => format!(" of gone server {p}"),
+        (FindingKind::ServerUnresponsive, Some(p)) => format!(": server {p}"),
+        (_, Some(p)) => format!(" of server {p}"),
+    };
+    format!("{} {what}{of}", thousands(n))
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::finding::Finding;
+use super::finding::{Finding, FindingGroup};
 use super::process::{Proc, ServerInfo};
 use super::sessions::{DebugSession, HttpSession};
 use super::timeline::TimelineEvent;
@@ -167,6 +167,9 @@ pub struct Snapshot {
     pub tree: Vec<TreeNode>,
     /// Findings.
     pub findings: Vec<Finding>,
+    /// The findings by kind and cause (one line and one bulk plan each).
+    #[serde(default)]
+    pub groups: Vec<FindingGroup>,
     /// Timeline (the last minutes).
     pub timeline: Vec<TimelineEvent>,
     /// Log lines around each finding's evidence (filled on export).

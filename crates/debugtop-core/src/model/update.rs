@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::finding::{Finding, Severity};
+use super::finding::{group_findings, Finding, FindingGroup, Severity};
 use super::logs::LogEvent;
 use super::process::ServerInfo;
 use super::snapshot::{Snapshot, SourceState, SourceStatus};
@@ -42,6 +42,9 @@ pub struct AuditResult {
     pub processes: u32,
     /// What it found (empty: all healthy), worst first.
     pub findings: Vec<Finding>,
+    /// The findings by kind and cause, each with one bulk plan.
+    #[serde(default)]
+    pub groups: Vec<FindingGroup>,
     /// Each source's health (a degraded source is said, not hidden).
     pub sources: Vec<SourceStatus>,
 }
@@ -68,8 +71,8 @@ impl AuditResult {
             self.debug_sessions,
             self.processes
         );
-        for f in &self.findings {
-            let _ = write_finding(&mut o, f);
+        for g in &self.groups {
+            let _ = self.write_group(&mut o, g);
         }
         for src in self.sources.iter().filter(|x| x.state != SourceState::Ok) {
             let who = src
@@ -79,6 +82,46 @@ impl AuditResult {
             let _ = writeln!(o, "note: {}{who}: {}", src.source, src.detail);
         }
         o
+    }
+}
+
+/// A group's findings listed in the readable report (the rest are counted; `--json` has all).
+const LISTED_PER_GROUP: usize = 5;
+
+impl AuditResult {
+    /// A group: its title and bulk kill when it holds several findings, then its findings.
+    fn write_group(&self, o: &mut String, g: &FindingGroup) -> std::fmt::Result {
+        use std::fmt::Write;
+        if g.findings.len() > 1 {
+            writeln!(o, "== {} ({} processes)", g.title, g.pids)?;
+            let alone = g.server_pid.is_some()
+                || self.groups.iter().filter(|x| x.kind == g.kind).count() == 1;
+            if g.killable && alone {
+                let server = g
+                    .server_pid
+                    .map(|p| format!(" --server {p}"))
+                    .unwrap_or_default();
+                writeln!(
+                    o,
+                    "   kill them all, in one plan: debugtop-cli kill --kind {}{server}",
+                    g.kind
+                )?;
+            }
+        }
+        let mut listed = 0;
+        for id in &g.findings {
+            let Some(f) = self.findings.iter().find(|f| &f.id == id) else {
+                continue;
+            };
+            if listed == LISTED_PER_GROUP {
+                let rest = g.findings.len() - listed;
+                writeln!(o, "   … and {rest} more like these (all of them in --json)")?;
+                break;
+            }
+            write_finding(o, f)?;
+            listed += 1;
+        }
+        Ok(())
     }
 }
 
@@ -119,6 +162,7 @@ pub fn audit_result(s: &Snapshot) -> AuditResult {
         debug_sessions: u32::try_from(s.debug_sessions.len()).unwrap_or(u32::MAX),
         processes: u32::try_from(s.processes.len()).unwrap_or(u32::MAX),
         findings: s.findings.clone(),
+        groups: group_findings(&s.findings),
         sources: s.sources.clone(),
     }
 }

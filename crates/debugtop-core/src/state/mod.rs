@@ -139,6 +139,7 @@ impl State {
             debug_sessions: world.debug_sessions.clone(),
             processes: world.procs.clone(),
             tree: world.tree.clone(),
+            groups: crate::model::group_findings(&findings),
             findings,
             timeline: self.timeline.since(world.at - window),
             log_excerpts: Vec::new(),

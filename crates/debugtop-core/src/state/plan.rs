@@ -4,7 +4,7 @@
 //! watchdogs lead), leaves first and workers last, each with its identity (pid + start ticks).
 //! Execution (in `actions::kill`) re-applies every refusal against the live table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use crate::model::{KillPlan, KillTarget, LiveTable, Proc, Refusal, Role, Via};
@@ -38,6 +38,11 @@ impl Default for PlanOptions {
 
 /// Why a pid may never be signalled by this process, whatever the plan says.
 pub fn refusal(live: &LiveTable, pid: u32) -> Option<String> {
+    refusal_of(live, live.get(pid), pid)
+}
+
+/// [`refusal`] with the process already looked up (`None`: not in the live table).
+fn refusal_of(live: &LiveTable, p: Option<&Proc>, pid: u32) -> Option<String> {
     if pid <= 1 {
         return Some("pid 0 and 1 are never signalled".to_owned());
     }
@@ -47,7 +52,7 @@ pub fn refusal(live: &LiveTable, pid: u32) -> Option<String> {
     if live.me.ancestors.contains(&pid) {
         return Some("that is an ancestor of debugtop (its shell or launcher)".to_owned());
     }
-    let Some(p) = live.get(pid) else {
+    let Some(p) = p else {
         return Some(
             "not part of any debug server's tree (use --force to kill it anyway)".to_owned(),
         );
@@ -60,28 +65,125 @@ pub fn refusal(live: &LiveTable, pid: u32) -> Option<String> {
     }
 }
 
-/// Plans the end of `pids` against the live table.
-pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
-    let mut chosen: BTreeMap<u32, Via> = BTreeMap::new();
-    let mut refused: Vec<Refusal> = Vec::new();
-    for &pid in pids {
-        if chosen.contains_key(&pid) || refused.iter().any(|r| r.pid == pid) {
-            continue;
-        }
-        match refusal(live, pid) {
-            Some(why) => refused.push(Refusal { pid, why }),
-            None => {
-                chosen.insert(pid, Via::Target);
+/// The live table looked up by pid and by each relation a plan follows, built once per plan:
+/// planning a thousand orphans is linear, not cubic.
+struct Index<'a> {
+    by_pid: HashMap<u32, &'a Proc>,
+    children: HashMap<u32, Vec<&'a Proc>>,
+    group: HashMap<u32, Vec<&'a Proc>>,
+    session: HashMap<u32, Vec<&'a Proc>>,
+    watchdogs: HashMap<u32, Vec<&'a Proc>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(live: &'a LiveTable) -> Self {
+        let mut me = Self {
+            by_pid: HashMap::with_capacity(live.procs.len()),
+            children: HashMap::new(),
+            group: HashMap::new(),
+            session: HashMap::new(),
+            watchdogs: HashMap::new(),
+        };
+        for p in &live.procs {
+            me.by_pid.entry(p.pid).or_insert(p);
+            me.children.entry(p.ppid).or_default().push(p);
+            me.group.entry(p.pgid).or_default().push(p);
+            me.session.entry(p.sid).or_default().push(p);
+            if let Some(i) = p.markers.inspector_pid.filter(|_| p.role == Role::Watchdog) {
+                me.watchdogs.entry(i).or_default().push(p);
             }
         }
+        me
     }
-    expand(live, &mut chosen, opts.tree);
-    let by_pid: BTreeMap<u32, &Proc> = live.procs.iter().map(|p| (p.pid, p)).collect();
+
+    /// Processes related to `p` as a plan follows them, strongest relation first.
+    fn related(&self, p: &Proc, tree: bool) -> Vec<(&'a Proc, Via)> {
+        let pid = p.pid;
+        let of = |m: &HashMap<u32, Vec<&'a Proc>>, via: Via| {
+            m.get(&pid)
+                .into_iter()
+                .flatten()
+                .map(move |q| (*q, via))
+                .collect::<Vec<_>>()
+        };
+        let mut out = Vec::new();
+        if tree {
+            out.extend(of(&self.children, Via::Descendant));
+        }
+        if p.pgid == pid {
+            out.extend(of(&self.group, Via::Group));
+        }
+        if p.sid == pid {
+            out.extend(of(&self.session, Via::Session));
+        }
+        out.extend(of(&self.watchdogs, Via::Watchdog));
+        out
+    }
+}
+
+/// Plans the end of `pids` against the live table.
+pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
+    Planner::new(live).plan(pids, opts)
+}
+
+/// Plans against one live table, its index built once: the rules plan one kill per finding,
+/// a thousand of them at incident scale.
+pub struct Planner<'a> {
+    live: &'a LiveTable,
+    idx: Index<'a>,
+}
+
+impl std::fmt::Debug for Planner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Planner({} processes)", self.idx.by_pid.len())
+    }
+}
+
+impl<'a> Planner<'a> {
+    /// Indexes `live`.
+    pub fn new(live: &'a LiveTable) -> Self {
+        Self {
+            live,
+            idx: Index::new(live),
+        }
+    }
+
+    /// Plans the end of `pids`.
+    pub fn plan(&self, pids: &[u32], opts: PlanOptions) -> KillPlan {
+        let (live, idx) = (self.live, &self.idx);
+        let mut chosen: BTreeMap<u32, Via> = BTreeMap::new();
+        let mut refused: BTreeMap<u32, Refusal> = BTreeMap::new();
+        let mut order = Vec::new();
+        for &pid in pids {
+            if chosen.contains_key(&pid) || refused.contains_key(&pid) {
+                continue;
+            }
+            match refusal_of(live, idx.by_pid.get(&pid).copied(), pid) {
+                Some(why) => {
+                    order.push(pid);
+                    refused.insert(pid, Refusal { pid, why });
+                }
+                None => {
+                    chosen.insert(pid, Via::Target);
+                }
+            }
+        }
+        expand(live, idx, &mut chosen, opts.tree);
+        KillPlan {
+            targets: ordered_targets(&idx.by_pid, &chosen),
+            refused: order.iter().filter_map(|p| refused.remove(p)).collect(),
+            grace_ms: u64::try_from(opts.grace.min(MAX_GRACE).as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// The chosen processes as targets: leaves first; workers and servers after everything they
+/// started.
+fn ordered_targets(by_pid: &HashMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>) -> Vec<KillTarget> {
     let mut targets: Vec<KillTarget> = chosen
         .iter()
         .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via)))
         .collect();
-    // Leaves first; workers and servers after everything they started.
     let rank = |r: Role| match r {
         Role::Server => 2,
         Role::Worker => 1,
@@ -90,56 +192,43 @@ pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
     targets.sort_by_key(|t| {
         (
             rank(t.role),
-            std::cmp::Reverse(depth(&by_pid, &chosen, t.pid)),
+            std::cmp::Reverse(depth(by_pid, chosen, t.pid)),
             t.pid,
         )
     });
-    KillPlan {
-        targets,
-        refused,
-        grace_ms: u64::try_from(opts.grace.min(MAX_GRACE).as_millis()).unwrap_or(u64::MAX),
-    }
+    targets
 }
 
 /// Adds descendants (with `tree`), members of groups and sessions the chosen lead, and
-/// watchdogs naming a chosen debuggee — never a server, never a refused pid.
-fn expand(live: &LiveTable, chosen: &mut BTreeMap<u32, Via>, tree: bool) {
-    let mut changed = true;
-    while changed {
-        changed = false;
-        let current: Vec<u32> = chosen.keys().copied().collect();
-        for pid in current {
-            let Some(p) = live.get(pid) else { continue };
-            for q in &live.procs {
+/// watchdogs naming a chosen debuggee — never a server, never a refused pid. Level by level,
+/// each level in pid order, so a process reached two ways gets the same relation every time.
+fn expand(live: &LiveTable, idx: &Index<'_>, chosen: &mut BTreeMap<u32, Via>, tree: bool) {
+    let mut frontier: Vec<u32> = chosen.keys().copied().collect();
+    while !frontier.is_empty() {
+        frontier.sort_unstable();
+        let mut next = Vec::new();
+        for pid in frontier {
+            let Some(p) = idx.by_pid.get(&pid) else {
+                continue;
+            };
+            for (q, via) in idx.related(p, tree) {
                 if chosen.contains_key(&q.pid)
                     || q.role == Role::Server
-                    || refusal(live, q.pid).is_some()
+                    || refusal_of(live, Some(q), q.pid).is_some()
                 {
                     continue;
                 }
-                let via = if tree && q.ppid == pid {
-                    Some(Via::Descendant)
-                } else if p.pgid == pid && q.pgid == pid {
-                    Some(Via::Group)
-                } else if p.sid == pid && q.sid == pid {
-                    Some(Via::Session)
-                } else if q.role == Role::Watchdog && q.markers.inspector_pid == Some(pid) {
-                    Some(Via::Watchdog)
-                } else {
-                    None
-                };
-                if let Some(v) = via {
-                    chosen.insert(q.pid, v);
-                    changed = true;
-                }
+                chosen.insert(q.pid, via);
+                next.push(q.pid);
             }
         }
+        frontier = next;
     }
 }
 
 /// How deep a chosen process sits under other chosen ones (a watchdog counts as its
 /// debuggee's child, so it is signalled before it).
-fn depth(by_pid: &BTreeMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>, pid: u32) -> usize {
+fn depth(by_pid: &HashMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>, pid: u32) -> usize {
     let mut d = 0;
     let mut cur = pid;
     while let Some(p) = by_pid.get(&cur) {

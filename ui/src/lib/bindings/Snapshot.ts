@@ -2,6 +2,7 @@
 import type { DebugSession } from "./DebugSession";
 import type { Environment } from "./Environment";
 import type { Finding } from "./Finding";
+import type { FindingGroup } from "./FindingGroup";
 import type { HttpSession } from "./HttpSession";
 import type { LogExcerpt } from "./LogExcerpt";
 import type { Proc } from "./Proc";
@@ -58,6 +59,10 @@ tree: Array<TreeNode>,
  * Findings.
  */
 findings: Array<Finding>, 
+/**
+ * The findings by kind and cause (one line and one bulk plan each).
+ */
+groups: Array<FindingGroup>, 
 /**
  * Timeline (the last minutes).
  */

@@ -2,6 +2,7 @@
 import type { DebugSession } from "./DebugSession";
 import type { EnvironmentChange } from "./EnvironmentChange";
 import type { Finding } from "./Finding";
+import type { FindingGroup } from "./FindingGroup";
 import type { HttpSession } from "./HttpSession";
 import type { Keyed } from "./Keyed";
 import type { LogEvent } from "./LogEvent";
@@ -61,6 +62,10 @@ tree?: Keyed<TreeRow>,
  * Findings, by finding id.
  */
 findings?: Keyed<Finding>, 
+/**
+ * The finding groups (sent whole when any changed).
+ */
+groups?: Array<FindingGroup>, 
 /**
  * New timeline events (and how many old ones fell off the front).
  */

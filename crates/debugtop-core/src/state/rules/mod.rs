@@ -104,6 +104,8 @@ pub struct Ctx<'a> {
     pub live: &'a LiveTable,
     /// The settings.
     pub config: &'a VerdictConfig,
+    /// Plans against `live`, indexed once for every finding of the step.
+    pub planner: plan::Planner<'a>,
 }
 
 impl Ctx<'_> {
@@ -132,7 +134,7 @@ impl Ctx<'_> {
         if short {
             opts.grace = SHORT_GRACE;
         }
-        plan::plan(self.live, pids, opts)
+        self.planner.plan(pids, opts)
     }
 }
 
@@ -222,6 +224,7 @@ impl Evaluator {
             world,
             live,
             config: &self.config,
+            planner: plan::Planner::new(live),
         };
         let candidates: Vec<Candidate> = RULES.iter().flat_map(|(_, rule)| rule(&ctx)).collect();
         let now = world.at;

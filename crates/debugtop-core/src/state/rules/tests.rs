@@ -725,3 +725,103 @@ fn a_live_state_redacts_its_timeline_and_log_events_as_they_come() {
     let events = serde_json::to_string(&events).unwrap();
     assert!(!events.contains("Zq1secretvalue"), "{events}");
 }
+
+/// Many orphans of one gone server, and one of another: two groups, one bulk plan each.
+fn orphans() -> (
+    Vec<Finding>,
+    crate::model::LiveTable,
+    Vec<crate::model::FindingGroup>,
+) {
+    let build = |t| {
+        let mut o = Obs::at(t);
+        for i in 0..40 {
+            o = o.proc(
+                worker(300 + i, &format!("s-{i}"))
+                    .owner(999)
+                    .ppid(1)
+                    .build(),
+            );
+        }
+        o.proc(worker(400, "s-other").owner(998).ppid(1).build())
+            .build()
+    };
+    let mut s = State::new(StateConfig {
+        redact: false,
+        ..StateConfig::default()
+    });
+    let _ = s.step(build(0));
+    let snap = s.step(build(6)).snapshot;
+    (snap.findings, s.live().clone(), snap.groups)
+}
+
+#[test]
+fn findings_are_grouped_by_kind_and_cause() {
+    let (findings, _, groups) = orphans();
+    assert_eq!(findings.len(), 41);
+    let titles: Vec<&str> = groups.iter().map(|g| g.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "40 orphaned workers of gone server 999",
+            "1 orphaned worker of gone server 998"
+        ]
+    );
+    assert_eq!(groups[0].key, "orphaned-worker@999");
+    assert_eq!((groups[0].pids, groups[0].killable), (40, true));
+    assert_eq!(groups[0].severity, Severity::Critical);
+    // Near miss: a thousand of them still read as one line with a readable count.
+    let mut many = Vec::new();
+    for i in 0..1000 {
+        let mut f = findings[0].clone();
+        f.id = format!("orphaned-worker:{}.1", 10_000 + i)
+            .parse()
+            .unwrap_or(f.id);
+        many.push(f);
+    }
+    let g = crate::model::group_findings(&many);
+    assert_eq!(g.len(), 1);
+    assert_eq!(g[0].title, "1,000 orphaned workers of gone server 999");
+}
+
+#[test]
+fn one_bulk_plan_for_a_kind_of_one_server_and_for_several_ids() {
+    use crate::actions::kill::{plan_for, KillOptions, KillRequest};
+    let (findings, live, _) = orphans();
+    let pids = |r: &KillRequest| -> Vec<u32> {
+        let mut v: Vec<u32> = plan_for(r, &findings, &live, KillOptions::default())
+            .map(|p| p.targets.iter().map(|t| t.pid).collect())
+            .unwrap_or_default();
+        v.sort_unstable();
+        v
+    };
+    let of_999 = KillRequest::Kind {
+        kind: FindingKind::OrphanedWorker,
+        server: Some(999),
+    };
+    assert_eq!(pids(&of_999), (300..340).collect::<Vec<u32>>());
+    let all = KillRequest::Kind {
+        kind: FindingKind::OrphanedWorker,
+        server: None,
+    };
+    assert_eq!(pids(&all).len(), 41);
+    let two = KillRequest::Findings {
+        ids: vec![findings[0].id.clone(), findings[40].id.clone()],
+    };
+    assert_eq!(pids(&two).len(), 2);
+    // Near misses: a kind with no finding, and an id that is not current, plan nothing.
+    let none = KillRequest::Kind {
+        kind: FindingKind::LeakedAdapter,
+        server: None,
+    };
+    let e = plan_for(&none, &findings, &live, KillOptions::default());
+    assert!(e.is_err_and(|e| e.to_string().contains("no current leaked-adapter finding")));
+    let stale = KillRequest::Findings {
+        ids: vec![
+            findings[0].id.clone(),
+            "orphaned-worker:1.1"
+                .parse()
+                .unwrap_or(findings[0].id.clone()),
+        ],
+    };
+    assert!(plan_for(&stale, &findings, &live, KillOptions::default()).is_err());
+}
