@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use debugtop_core::actions::kill::{KillRequest, PlanRegistry};
 use debugtop_core::model::{
-    FindingId, Severity, Snapshot, Target, TargetState, TargetStatus, Update,
+    group_findings, Finding, FindingId, Severity, Snapshot, Target, TargetState, TargetStatus,
+    Update,
 };
 use debugtop_core::sampler::{self, Published};
 use debugtop_core::targets::{spawn_stream, Engines, StreamConfig, TargetFeed};
@@ -44,6 +45,14 @@ pub struct IpcStats {
     pub full: AtomicU64,
     /// The size of the last one.
     pub last_bytes: AtomicU64,
+}
+
+/// What a feed has notified: last tick's critical findings (none before the first tick), and
+/// when each group of several was last notified.
+#[derive(Debug, Default)]
+struct Notified {
+    critical: Option<BTreeSet<FindingId>>,
+    groups: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>>,
 }
 
 /// A remote target's stream and the task that forwards it to the view and the statuses.
@@ -157,13 +166,13 @@ impl AppState {
         let mut running = sampler::spawn(self.settings().sampler_config())?;
         let me = Arc::clone(self);
         let forward = tokio::spawn(async move {
-            let mut critical_seen: Option<BTreeSet<FindingId>> = None;
+            let mut seen = Notified::default();
             loop {
                 tokio::select! {
                     changed = running.updates.changed() => {
                         if changed.is_err() { break; }
                         let Some(p) = running.updates.borrow_and_update().clone() else { continue };
-                        critical_seen = Some(me.notify_new_critical(&p, critical_seen.as_ref()));
+                        me.notify_new_critical(&p, &mut seen);
                         if me.settings().target.is_local() {
                             me.view.send_replace(Some(Arc::clone(&p.update)));
                         }
@@ -193,43 +202,62 @@ impl AppState {
         Ok(())
     }
 
-    /// Notifies each critical finding not critical on the previous tick (none on the first);
-    /// returns this tick's critical set.
-    fn notify_new_critical(
-        &self,
-        p: &Published,
-        before: Option<&BTreeSet<FindingId>>,
-    ) -> BTreeSet<FindingId> {
-        self.notify_critical_of(&p.update, before, None)
+    /// Notifies each critical finding not critical on the previous tick (none on the first),
+    /// one notification per group, and a group at most once a minute.
+    fn notify_new_critical(&self, p: &Published, seen: &mut Notified) {
+        self.notify_critical_of(&p.update, seen, None);
     }
 
     /// [`Self::notify_new_critical`] for any target's update; a remote one names its target.
-    fn notify_critical_of(
-        &self,
-        update: &Update,
-        before: Option<&BTreeSet<FindingId>>,
-        on: Option<&Target>,
-    ) -> BTreeSet<FindingId> {
-        let findings = &update.snapshot.findings;
-        let critical: BTreeSet<FindingId> = findings
+    fn notify_critical_of(&self, update: &Update, seen: &mut Notified, on: Option<&Target>) {
+        let snap = &update.snapshot;
+        let critical: BTreeSet<FindingId> = snap
+            .findings
             .iter()
             .filter(|f| f.severity == Severity::Critical)
             .map(|f| f.id.clone())
             .collect();
-        if let (Some(before), true) = (before, self.settings().notify_critical) {
-            for f in findings
-                .iter()
-                .filter(|f| critical.contains(&f.id) && !before.contains(&f.id))
+        let before = seen.critical.replace(critical.clone());
+        let (Some(before), true) = (before, self.settings().notify_critical) else {
+            return;
+        };
+        let new: Vec<Finding> = snap
+            .findings
+            .iter()
+            .filter(|f| critical.contains(&f.id) && !before.contains(&f.id))
+            .cloned()
+            .collect();
+        // One notification per group of new ones, and a group at most once a minute: a
+        // thousand orphans of one dead server appearing over a few ticks are one notification.
+        for g in group_findings(&new) {
+            if seen
+                .groups
+                .get(&g.key)
+                .is_some_and(|at| snap.taken_at - *at < chrono::Duration::seconds(60))
             {
-                let body = f.evidence.first().cloned().unwrap_or_default();
-                let title = match on {
-                    Some(t) => format!("debugtop: {} on {t}", f.kind),
-                    None => format!("debugtop: {}", f.kind),
-                };
-                self.notifier.notify(&title, &body);
+                continue;
             }
+            let Some(first) = new.iter().find(|f| g.findings.first() == Some(&f.id)) else {
+                continue;
+            };
+            if g.findings.len() > 1 {
+                seen.groups.insert(g.key.clone(), snap.taken_at);
+            }
+            let what = if g.findings.len() == 1 {
+                first.kind.to_string()
+            } else {
+                g.title.clone()
+            };
+            let title = match on {
+                Some(t) => format!("debugtop: {what} on {t}"),
+                None => format!("debugtop: {what}"),
+            };
+            let mut body = first.evidence.first().cloned().unwrap_or_default();
+            if g.findings.len() > 1 {
+                body.push_str(&format!(" (and {} more like it)", g.findings.len() - 1));
+            }
+            self.notifier.notify(&title, &body);
         }
-        critical
     }
 
     /// Streams every remote target in the settings (starting new ones, dropping removed ones,
@@ -263,7 +291,7 @@ impl AppState {
         let mut rx = feed.feed.clone();
         let me = Arc::clone(self);
         let forward = tokio::spawn(async move {
-            let mut critical_seen: Option<BTreeSet<FindingId>> = None;
+            let mut seen = Notified::default();
             let mut last: Option<Arc<Update>> = None;
             while rx.changed().await.is_ok() {
                 let update = rx.borrow_and_update().update.clone();
@@ -271,8 +299,7 @@ impl AppState {
                     .as_ref()
                     .filter(|u| !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, u)))
                 {
-                    critical_seen =
-                        Some(me.notify_critical_of(u, critical_seen.as_ref(), Some(&target)));
+                    me.notify_critical_of(u, &mut seen, Some(&target));
                     last = Some(Arc::clone(u));
                 }
                 if me.settings().target == target {

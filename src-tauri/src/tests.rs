@@ -511,6 +511,105 @@ fn a_remote_targets_new_critical_is_notified_with_its_name_and_follows_the_inter
     .expect("the remote command ends with the app");
 }
 
+/// Incident scale through the window's backend: a thousand real orphans of one dead server
+/// raise one notification and one group, and the group's bulk plan (one held plan, executed
+/// once) ends every one of them, verified, and nothing else.
+#[test]
+fn a_thousand_orphans_are_one_notification_one_group_and_one_bulk_kill_in_the_app() {
+    let dir = tempfile::tempdir().expect("dir");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"interval_ms":300,"grace_secs":0.0,"notify_critical":true}"#,
+    )
+    .expect("settings");
+    let rec = Arc::new(Recorder::default());
+    let state = Arc::new(AppState::new(
+        settings,
+        rec.clone(),
+        Arc::new(FixedPicker::default()),
+    ));
+    let s = Arc::clone(&state);
+    tauri::async_runtime::block_on(async move { s.start_sampler() }).expect("sampler");
+    wait_for(Duration::from_secs(20), || state.published().map(|_| ())).expect("a first tick");
+    let owner = HeldZombie::new();
+    let sentinel = Spawned::spawn(std::process::Command::new("sleep").arg("600"));
+    let orphans = debugtop_e2e::procs::StandIns::orphaned_workers(1000, owner.pid);
+    let key = format!("orphaned-worker@{}", owner.pid);
+    let group = wait_for(Duration::from_secs(60), || {
+        let p = state.published()?;
+        p.update
+            .snapshot
+            .groups
+            .iter()
+            .find(|g| g.key == key && g.findings.len() == 1000)
+            .cloned()
+    })
+    .expect("one group of a thousand");
+    // The orphans appear over a few ticks while they are spawned: still one notification,
+    // naming the group (with as many as were there when it was raised).
+    let words = format!("orphaned workers of gone server {}:", owner.pid);
+    let ours = |n: &&String| n.contains(&format!("--mcp-owner-pid={}", owner.pid));
+    wait_for(Duration::from_secs(10), || {
+        let v = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.iter()
+            .any(|n| n.starts_with("debugtop: ") && n.contains(&words))
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("no group notification: {:?}", rec.0.lock()));
+    std::thread::sleep(Duration::from_secs(2));
+    let seen = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+    assert_eq!(
+        seen.iter().filter(ours).count(),
+        1,
+        "one notification, not a thousand: {seen:?}"
+    );
+
+    state.stop_sampler();
+
+    // The window's bulk kill: the group's ids, one plan held in the backend, executed once.
+    let t = TestApp::with_settings(Some(
+        r#"{"interval_ms":300,"grace_secs":0.0,"notify_critical":false}"#,
+    ));
+    wait_for(Duration::from_secs(60), || {
+        let s = t.call("current_snapshot", json!({})).ok()?;
+        s["groups"]
+            .as_array()?
+            .iter()
+            .any(|g| {
+                g["key"] == key.as_str() && g["findings"].as_array().map(Vec::len) == Some(1000)
+            })
+            .then_some(())
+    })
+    .expect("the app's own sampler sees the group");
+    let held = t
+        .call(
+            "plan_kill",
+            json!({ "request": { "type": "findings", "ids": group.findings } }),
+        )
+        .expect("one bulk plan");
+    assert_eq!(identities(&held["plan"]).len(), 1000);
+    let report = t
+        .call(
+            "execute_kill",
+            json!({ "planId": held["id"], "onProgress": "__CHANNEL__:31" }),
+        )
+        .expect("execute");
+    let outcomes = report["outcomes"].as_array().expect("outcomes");
+    assert_eq!(outcomes.len(), 1000);
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| o["outcome"]["outcome"] == "exited" || o["outcome"]["outcome"] == "killed"),
+        "{:?}",
+        outcomes
+            .iter()
+            .find(|o| o["outcome"]["outcome"] != "exited")
+    );
+    assert_eq!(orphans.alive(), 0, "every orphan is gone");
+    assert_eq!(debugtop_e2e::procs::state_of(sentinel.pid), Some('S'));
+}
+
 /// One recorded world, the CLI's flag mapping and the app's settings mapping: the same audit
 /// JSON to the byte, and the same kill plan from the app's `plan_kill` as from the CLI's path.
 #[test]
