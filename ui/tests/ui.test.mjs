@@ -554,3 +554,67 @@ test('10,000 timeline events: a new one adds its row, the list is never redrawn 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('1,000 findings of one dead server: one group line, one bulk kill, a bounded window', async () => {
+  const big = clone(sample);
+  const f0 = sample.findings[0];
+  big.findings = Array.from({ length: 1000 }, (_, i) => ({
+    ...clone(f0),
+    id: `orphaned-worker:${20000 + i}.1`,
+    kind: 'orphaned-worker',
+    pids: [20000 + i],
+    evidence: [`worker ${20000 + i} names its owner with --mcp-owner-pid=24633`],
+  }));
+  big.groups = [
+    {
+      key: 'orphaned-worker@24633',
+      kind: 'orphaned-worker',
+      severity: 'critical',
+      server_pid: 24633,
+      title: '1,000 orphaned workers of gone server 24633',
+      findings: big.findings.map((f) => f.id),
+      pids: 1000,
+      killable: true,
+    },
+  ];
+  const targets = big.findings.map((f) => ({ ...clone(f0.plan.targets[0]), pid: f.pids[0], role: 'worker', via: 'target' }));
+  const progress = targets.flatMap((t) => [
+    { step: 'signalled', pid: t.pid, signal: 'SIGTERM' },
+    { step: 'done', pid: t.pid, role: 'worker', outcome: { outcome: 'exited' } },
+  ]);
+  const { page, errors } = await open(browser, srv.url, {
+    plan_kill: { id: 9, plan: { targets, refused: [], grace_ms: 1000 } },
+    execute_kill: { progress, report: { outcomes: targets.map((t) => ({ pid: t.pid, role: 'worker', outcome: { outcome: 'exited' } })) } },
+  });
+  const t0 = Date.now();
+  await push(page, big, 1);
+  await page.waitForSelector('[data-testid=finding-group]');
+  const ms = Date.now() - t0;
+  console.log(`1,000 findings: first render ${ms} ms (one group line)`);
+  assert.ok(ms < 2000, `1,000 findings took ${ms} ms to render`);
+  assert.equal(await page.locator('[data-testid=finding-group]').count(), 1);
+  assert.match(await page.textContent('[data-testid=group-title]'), /^1,000 orphaned workers of gone server 24633$/);
+  assert.equal(await page.locator('.detail .finding').count(), 0, 'no card per finding');
+  // Opened, only the rows in view are in the DOM.
+  await page.click('[data-testid=group-open]');
+  const members = await page.locator('[data-testid=group-members] .member').count();
+  assert.ok(members > 0 && members < 30, `${members} member rows in the DOM`);
+  await page.click('[data-testid=group-members] .member >> nth=0');
+  await page.waitForSelector('.detail .finding');
+  // One bulk kill: one plan for the group's ids, every pid in the preview, one confirmation.
+  await page.click('[data-testid=group-kill]');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  const call = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'plan_kill'));
+  assert.equal(call.args.request.type, 'findings');
+  assert.equal(call.args.request.ids.length, 1000);
+  assert.match(await page.textContent('[data-testid=kill-dialog] h2'), /Kill 1,000 orphaned workers of gone server 24633/);
+  assert.equal(await page.locator('[data-testid=kill-dialog] tbody tr').count(), 1000, 'every pid is previewed');
+  assert.match(await page.textContent('[data-testid=kill-confirm]'), /Kill 1000 processes/);
+  await page.click('[data-testid=kill-confirm]');
+  await page.waitForSelector('[data-testid=kill-summary]');
+  assert.match(await page.textContent('[data-testid=kill-summary]'), /1000 of 1000 gone\./);
+  assert.match(await page.textContent('[data-testid=kill-counts]'), /1000 signal\(s\) sent · 1000 of 1000/);
+  assert.ok((await page.locator('[data-testid=kill-progress] li').count()) <= 12);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -118,3 +118,6 @@ export const HOST_TITLE: Record<string, string> = {
   'mcp-inspector': 'MCP Inspector',
   unlabelled: 'MCP',
 };
+
+/** A shape beside each severity's colour, so it reads without colour (red-green blindness). */
+export const SEVERITY_MARK: Record<string, string> = { critical: '▲', warning: '◆', info: '●' };
