@@ -618,3 +618,45 @@ test('1,000 findings of one dead server: one group line, one bulk kill, a bounde
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('columns: CPU % and RSS on every process row, sort by a header or htop keys, top mode, the help overlay', async () => {
+  const s = clone(sample);
+  // Make CPU and RSS tell processes apart.
+  s.processes.forEach((p, i) => {
+    p.cpu_percent = [3, 55, 0, 0, 12, 90, 1][i % 7];
+    p.rss_bytes = (i + 1) * 10 * 1024 * 1024;
+  });
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, s, 1);
+  await page.waitForSelector('[role=treeitem]');
+  const procRows = await page.$$eval('[role=treeitem]', (rows) =>
+    rows.filter((r) => r.querySelector('.pid')).map((r) => [Number(r.querySelector('.pid').textContent), r.querySelector('[data-col=cpu]').textContent]),
+  );
+  assert.ok(procRows.length >= 5 && procRows.every(([, c]) => /\d+\.\d %/.test(c)), JSON.stringify(procRows));
+  // Top: P (as htop), a flat list by CPU, highest first.
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('P');
+  await page.waitForFunction(() => document.querySelector('[data-testid=sort-cpu]').textContent.includes('▼'));
+  const cpus = await page.$$eval('[role=treeitem] [data-col=cpu]', (c) => c.map((x) => parseFloat(x.textContent)));
+  assert.deepEqual(cpus, [...cpus].sort((a, b) => b - a), `flat, by CPU: ${cpus}`);
+  assert.equal(await page.locator('[role=treeitem][aria-level="2"]').count(), 0, 'a flat list');
+  // The RSS header sorts by memory; t goes back to the tree.
+  await page.click('[data-testid=sort-rss]');
+  const rss = await page.$$eval('[role=treeitem] .pid', (c) => c.map((x) => Number(x.textContent)));
+  const byRss = [...s.processes].filter((p) => rss.includes(p.pid)).sort((a, b) => b.rss_bytes - a.rss_bytes).map((p) => p.pid);
+  assert.deepEqual(rss, byRss);
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('t');
+  await page.waitForSelector('[role=treeitem][aria-level="2"]');
+  // ? shows every shortcut; Escape closes it; typing ? in the filter does not open it.
+  await page.keyboard.press('?');
+  await page.waitForSelector('[data-testid=help-overlay]');
+  const help = await page.textContent('[data-testid=help-overlay]');
+  for (const k of ['Shift+Delete', '/ or F3', 'P', 'M', 't or F5', '▲ critical']) assert.ok(help.includes(k), `${k} in the help`);
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('[data-testid=help-overlay]', { state: 'detached' });
+  await page.fill('[data-testid=filter]', 'what?');
+  assert.equal(await page.locator('[data-testid=help-overlay]').count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -125,3 +125,25 @@ export function visibleRange(count: number, rowHeight: number, scrollTop: number
   const end = Math.min(count, Math.ceil((scrollTop + height) / rowHeight) + overscan);
   return { start, end };
 }
+
+/** How the tree pane orders rows: the tree (default), or a flat list of processes. */
+export type SortKey = 'tree' | 'cpu' | 'rss' | 'pid';
+
+/**
+ * The rows for a sort: the tree as it is, or every process of the (filtered) tree as a flat
+ * list, highest first for CPU and RSS (pid ascending), ties by pid — "top" is `cpu`.
+ */
+export function sortRows(
+  forest: TreeNode[],
+  collapsed: Set<string>,
+  filter: string,
+  findings: Map<number, Finding>,
+  procs: Map<number, Proc>,
+  key: SortKey,
+): Row[] {
+  if (key === 'tree') return flatten(forest, collapsed, filter, findings, procs);
+  const all = flatten(forest, new Set(), filter, findings, procs).filter((r) => r.node.kind === 'process');
+  const flat = all.map((r) => ({ ...r, depth: 0, hasChildren: false, expanded: false, hidden: 0 }));
+  const by = (r: Row) => (key === 'cpu' ? r.cpu : key === 'rss' ? r.rss : -(r.node.pid ?? 0));
+  return flat.sort((a, b) => by(b) - by(a) || (a.node.pid ?? 0) - (b.node.pid ?? 0));
+}
