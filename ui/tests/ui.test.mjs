@@ -660,3 +660,28 @@ test('columns: CPU % and RSS on every process row, sort by a header or htop keys
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('the timeline strip: brushing a stretch filters the event list, and the chip clears it', async () => {
+  const s = clone(sample);
+  const e0 = sample.timeline[0];
+  const end = Date.parse(s.taken_at);
+  // One event every 10 s over ten minutes.
+  s.timeline = Array.from({ length: 60 }, (_, i) => ({ ...e0, at: new Date(end - (59 - i) * 10_000).toISOString(), text: `tick event ${i}` }));
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, s, 1);
+  await page.waitForSelector('[data-testid=timeline] .strip .u-over');
+  assert.match(await page.textContent('[data-testid=timeline] .head'), /60 shown of 60/);
+  const box = await page.locator('[data-testid=timeline] .strip .u-over').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.95, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForSelector('[data-testid=timeline-span]');
+  const shownText = await page.textContent('[data-testid=timeline] .head');
+  const n = Number(/(\d+) shown of 60/.exec(shownText)?.[1]);
+  assert.ok(n > 0 && n < 30, shownText);
+  await page.click('[data-testid=timeline-span]');
+  await page.waitForFunction(() => /60 shown of 60/.test(document.querySelector('[data-testid=timeline] .head').textContent));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
