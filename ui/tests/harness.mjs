@@ -90,8 +90,9 @@ function installMock(responses) {
   };
 }
 
-export async function open(browser, url, responses = {}) {
+export async function open(browser, url, responses = {}, init = null) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  if (init) await page.addInitScript(init);
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('dialog', async (d) => {

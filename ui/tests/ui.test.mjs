@@ -685,3 +685,16 @@ test('the timeline strip: brushing a stretch filters the event list, and the chi
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('regression: under a POSIX locale (navigator.language "C") the window still draws', async () => {
+  // WebKitGTK under LANG=C reports "C", which Intl rejects: uPlot formats numbers at load time
+  // and the whole window stayed blank.
+  const { page, errors } = await open(browser, srv.url, {}, () => {
+    Object.defineProperty(navigator, 'language', { value: 'C', configurable: true });
+  });
+  await push(page, sample, 1);
+  await page.waitForSelector('[role=treeitem]');
+  await page.waitForSelector('[data-testid=chart]');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
