@@ -96,6 +96,9 @@ pub enum What {
     },
     /// Listed by the latest `/health`.
     ListedByHealth,
+    /// Left under its server: the server does not say which HTTP session holds it (its
+    /// `/health` has no `details[]`, which releases after 0.24.2 add).
+    HttpHolderUnknown,
     /// The debug session ended with the HTTP session that held it (the reap line names it).
     EndedWithHttp {
         /// The HTTP session.
@@ -224,6 +227,9 @@ impl fmt::Display for What {
                 None => f.write_str("reaped: its SSE stream closed"),
             },
             Self::ListedByHealth => f.write_str("listed by /health"),
+            Self::HttpHolderUnknown => f.write_str(
+                "shown under its server: the server's /health does not say which HTTP session holds it (no details[]; releases after 0.24.2 say)",
+            ),
             Self::EndedWithHttp { http_session, how } => {
                 write!(f, "ended with HTTP session {} ({how})", short(http_session))
             }

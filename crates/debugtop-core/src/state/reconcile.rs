@@ -252,6 +252,11 @@ fn live_server(
         n.children = mine;
         node.children.push(n);
     }
+    if http.iter().any(|h| h.listed) {
+        for d in &mut sessions {
+            d.facts.push(Fact::table(What::HttpHolderUnknown));
+        }
+    }
     node.children.extend(sessions);
     w.tree.push(node);
     w.http_sessions.extend(http.into_iter().map(|h| h.session));
@@ -745,6 +750,11 @@ mod tests {
             .any(|f| f.what == What::Listening { port: 3001 }));
         let http = &w.http_sessions[0];
         assert!(http.in_health && http.facts.iter().any(|f| f.what == What::ListedByHealth));
+        // 0.24.2 does not say which HTTP session holds it: under the server, saying why.
+        assert!(w.tree[0].children[1]
+            .facts
+            .iter()
+            .any(|f| f.what == What::HttpHolderUnknown));
     }
 
     #[test]
@@ -769,6 +779,11 @@ mod tests {
             ]
         );
         assert_eq!(w.debug_sessions[0].http_session.as_deref(), Some("h-1"));
+        let nested = &w.tree[0].children[0].children[0];
+        assert!(!nested
+            .facts
+            .iter()
+            .any(|f| f.what == What::HttpHolderUnknown));
     }
 
     #[test]

@@ -15,7 +15,7 @@ idle_secs: bigint | null, } | { "type": "http-stream-lost",
 /**
  * Seconds since the stream closed, as logged.
  */
-secs: bigint | null, } | { "type": "listed-by-health" } | { "type": "ended-with-http", 
+secs: bigint | null, } | { "type": "listed-by-health" } | { "type": "http-holder-unknown" } | { "type": "ended-with-http", 
 /**
  * The HTTP session.
  */
