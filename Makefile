@@ -11,7 +11,7 @@ endif
 SOAK_DURATION ?= 1h
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test test-ui bench bench-smoke fuzz fuzz-smoke soak dist dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-ui bench bench-window bench-smoke fuzz fuzz-smoke soak dist dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -72,6 +72,12 @@ test-ui: ui
 bench: deps-test
 	$(CARGO) build --release -p debugtop-bench
 	./target/release/debugtop-bench
+
+## bench-window: what the window costs (release app under Xvfb): the demo, then 5,000 orphans;
+## CPU and memory of the app and every WebKit process (BENCHMARKS.md). Ten minutes or more to build.
+bench-window: deps-test ui
+	$(CARGO) build --release -p debugtop
+	xvfb-run -a -s "-screen 0 1280x800x24" python3 scripts/window-cost.py
 
 ## fuzz: mutation fuzzing of every parser of outside input and of redaction, FUZZ_SECONDS each
 ## (default 60; stable Rust, release build). A finding is saved in target/fuzz-found/.

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""What the window costs (`make bench-window`): the release app under Xvfb, at a 1 s interval,
+with the demo (a real mcp-debugger, two sessions, a leaked adapter, an orphan), then with 5,000
+orphans of one gone owner (cheap stand-ins carrying the worker markers): CPU of the app and of
+every WebKit process over 30 s each, and their resident memory. Figures only, printed and
+written to target/window-cost.txt; BENCHMARKS.md holds them. Only processes this script started
+are signalled, by pid and start time."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "target" / "release" / "debugtop"
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def stat_fields(pid):
+    try:
+        s = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return s[s.rfind(")") + 2 :].split()
+
+
+def start_ticks(pid):
+    f = stat_fields(pid)
+    return int(f[19]) if f else None
+
+
+def cpu(pid):
+    f = stat_fields(pid)
+    return int(f[11]) + int(f[12]) if f else 0
+
+
+def rss_mb(pid):
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(root):
+    out, frontier = [], [root]
+    while frontier:
+        p = frontier.pop()
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                f = stat_fields(int(d.name))
+                if f and int(f[1]) == p:
+                    out.append(int(d.name))
+                    frontier.append(int(d.name))
+    return out
+
+
+def comm(pid):
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def measure(app, secs, what):
+    procs = [app] + [p for p in descendants(app) if comm(p).startswith("WebKit")]
+    before = {p: cpu(p) for p in procs}
+    t0 = time.time()
+    time.sleep(secs)
+    dt = time.time() - t0
+    pct = {p: (cpu(p) - before[p]) / HZ / dt * 100 for p in procs}
+    mem = {p: rss_mb(p) for p in procs}
+    parts = ", ".join(f"{comm(p)} {pct[p]:.2f} % / {mem[p]} MB" for p in procs)
+    return f"{what}: {sum(pct.values()):.2f} % of a core in total, {sum(mem.values())} MB resident ({parts})"
+
+
+def main():
+    assert APP.exists(), f"build it first: cargo build --release -p debugtop ({APP})"
+    config = tempfile.mkdtemp()
+    Path(config, "settings.json").write_text(json.dumps({"interval_ms": 1000, "notify_critical": False}))
+    env = {**os.environ, "DEBUGTOP_CONFIG_DIR": config}
+    lines = []
+    subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--no-app"], check=True, stdout=subprocess.DEVNULL)
+    app = subprocess.Popen([str(APP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    app_ticks = start_ticks(app.pid)
+    orphans = []
+    gone = None
+    try:
+        time.sleep(15)
+        lines.append(measure(app.pid, 30, "demo, 1 s interval, 30 s"))
+        gone = subprocess.Popen(["true"])
+        time.sleep(0.5)
+        fifo = Path(tempfile.mkdtemp()) / "hold"
+        os.mkfifo(fifo)
+        holder = os.open(fifo, os.O_RDWR)
+        for i in range(5000):
+            p = subprocess.Popen(["sh", "-c", f"read x < '{fifo}'", "sh", "/stand-in/dist/proxy/proxy-bootstrap.js",
+                                  f"--mcp-owner-pid={gone.pid}", f"--mcp-session-id=5a1d0000-0000-4000-8000-{i:012d}"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            orphans.append((p, start_ticks(p.pid)))
+        time.sleep(20)
+        lines.append(measure(app.pid, 30, "demo + 5,000 orphans (about 10,000 rows, 5,000 findings), 1 s interval, 30 s"))
+    finally:
+        for p, t in orphans:
+            if start_ticks(p.pid) == t:
+                p.kill()
+        for p, _ in orphans:
+            p.wait()
+        if gone:
+            gone.wait()
+        if start_ticks(app.pid) == app_ticks:
+            app.terminate()
+        app.wait(timeout=10)
+        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
+    out = ROOT / "target" / "window-cost.txt"
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
