@@ -511,6 +511,27 @@ fn a_remote_targets_new_critical_is_notified_with_its_name_and_follows_the_inter
     .expect("the remote command ends with the app");
 }
 
+/// The orphans of `owner` appear over a few ticks while they are spawned: still one
+/// notification, naming the group (with as many as were there when it was raised).
+fn assert_one_group_notification(rec: &Recorder, owner: u32) {
+    let words = format!("orphaned workers of gone server {owner}:");
+    let ours = |n: &&String| n.contains(&format!("--mcp-owner-pid={owner}"));
+    wait_for(Duration::from_secs(10), || {
+        let v = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.iter()
+            .any(|n| n.starts_with("debugtop: ") && n.contains(&words))
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("no group notification: {:?}", rec.0.lock()));
+    std::thread::sleep(Duration::from_secs(2));
+    let seen = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
+    assert_eq!(
+        seen.iter().filter(ours).count(),
+        1,
+        "one notification, not a thousand: {seen:?}"
+    );
+}
+
 /// Incident scale through the window's backend: a thousand real orphans of one dead server
 /// raise one notification and one group, and the group's bulk plan (one held plan, executed
 /// once) ends every one of them, verified, and nothing else.
@@ -546,25 +567,7 @@ fn a_thousand_orphans_are_one_notification_one_group_and_one_bulk_kill_in_the_ap
             .cloned()
     })
     .expect("one group of a thousand");
-    // The orphans appear over a few ticks while they are spawned: still one notification,
-    // naming the group (with as many as were there when it was raised).
-    let words = format!("orphaned workers of gone server {}:", owner.pid);
-    let ours = |n: &&String| n.contains(&format!("--mcp-owner-pid={}", owner.pid));
-    wait_for(Duration::from_secs(10), || {
-        let v = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
-        v.iter()
-            .any(|n| n.starts_with("debugtop: ") && n.contains(&words))
-            .then_some(())
-    })
-    .unwrap_or_else(|| panic!("no group notification: {:?}", rec.0.lock()));
-    std::thread::sleep(Duration::from_secs(2));
-    let seen = rec.0.lock().map(|v| v.clone()).unwrap_or_default();
-    assert_eq!(
-        seen.iter().filter(ours).count(),
-        1,
-        "one notification, not a thousand: {seen:?}"
-    );
-
+    assert_one_group_notification(&rec, owner.pid);
     state.stop_sampler();
 
     // The window's bulk kill: the group's ids, one plan held in the backend, executed once.

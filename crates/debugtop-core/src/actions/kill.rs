@@ -123,20 +123,25 @@ pub fn plan_for(
             bulk(live, &chosen, grace)
         }
         KillRequest::Kind { kind, server } => {
-            let chosen: Vec<&Finding> = findings
-                .iter()
-                .filter(|f| f.kind == *kind && server.is_none_or(|s| f.server_pid == Some(s)))
-                .filter(|f| fixed_by_killing(f).is_ok())
-                .collect();
-            if chosen.is_empty() {
-                return Err(Error::NothingToKill(format!(
-                    "no current {kind} finding{} is fixed by killing",
-                    server.map_or(String::new(), |s| format!(" of server {s}"))
-                )));
-            }
-            bulk(live, &chosen, grace)
+            bulk(live, &of_kind(findings, *kind, *server)?, grace)
         }
     }
+}
+
+/// The current findings of `kind` (about `server`, when given) that killing fixes.
+fn of_kind(findings: &[Finding], kind: FindingKind, server: Option<u32>) -> Result<Vec<&Finding>> {
+    let chosen: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.kind == kind && server.is_none_or(|s| f.server_pid == Some(s)))
+        .filter(|f| fixed_by_killing(f).is_ok())
+        .collect();
+    if chosen.is_empty() {
+        return Err(Error::NothingToKill(format!(
+            "no current {kind} finding{} is fixed by killing",
+            server.map_or(String::new(), |s| format!(" of server {s}"))
+        )));
+    }
+    Ok(chosen)
 }
 
 fn find<'a>(findings: &'a [Finding], id: &FindingId) -> Result<&'a Finding> {
