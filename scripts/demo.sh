@@ -13,8 +13,34 @@ mkdir -p "$state"
 ticks() { awk '{print $22}' "/proc/$1/stat" 2>/dev/null | tail -c 64 || true; }
 record() { echo "$1 $(cut -d' ' -f22 "/proc/$1/stat" 2>/dev/null || echo 0)" >> "$state/pids"; }
 
+# Every descendant of a pid, by parent links, as "pid start-ticks" lines.
+descendants() {
+  local frontier="$1" next p pp
+  while [ -n "$frontier" ]; do
+    next=""
+    for p in /proc/[0-9]*; do
+      pp=$(awk '{print $4}' "$p/stat" 2>/dev/null) || continue
+      for f in $frontier; do
+        if [ "$pp" = "$f" ]; then
+          echo "${p#/proc/} $(cut -d' ' -f22 "$p/stat" 2>/dev/null)"
+          next="$next ${p#/proc/}"
+        fi
+      done
+    done
+    frontier="$next"
+  done
+}
+
 if [ "${1:-}" = "--stop" ]; then
   [ -f "$state/pids" ] || { echo "demo: nothing to stop"; exit 0; }
+  # What the demo's processes started (workers' detached adapters among them) is recorded
+  # before anything is stopped: once a worker is gone its adapter hangs under init, leaked.
+  while read -r pid t; do
+    now=$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null || echo none)
+    [ "$now" = "$t" ] && descendants "$pid"
+  done < "$state/pids" > "$state/pids.more"
+  cat "$state/pids.more" >> "$state/pids"
+  rm -f "$state/pids.more"
   while read -r pid t; do
     # Only what we started: same pid *and* same start time.
     now=$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null || echo none)
