@@ -3,6 +3,13 @@ SHELL := /bin/bash
 CARGO ?= cargo
 APP := target/debug/debugtop
 
+ifeq (soak-app,$(firstword $(MAKECMDGOALS)))
+# `make soak-app 30m`: the second word is the duration.
+SOAK_APP_DURATION := $(or $(word 2,$(MAKECMDGOALS)),30m)
+$(eval $(SOAK_APP_DURATION):;@:)
+endif
+SOAK_APP_DURATION ?= 30m
+
 ifeq (soak,$(firstword $(MAKECMDGOALS)))
 # `make soak 5m`: the second word is the duration, not a target.
 SOAK_DURATION := $(or $(word 2,$(MAKECMDGOALS)),1h)
@@ -11,7 +18,7 @@ endif
 SOAK_DURATION ?= 1h
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test test-ui bench bench-window bench-smoke fuzz fuzz-smoke soak dist dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-ui bench bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -78,6 +85,12 @@ bench: deps-test
 bench-window: deps-test ui
 	$(CARGO) build --release -p debugtop
 	xvfb-run -a -s "-screen 0 1280x800x24" python3 scripts/window-cost.py
+
+## soak-app: the release app with the demo for a while (default 30m; `make soak-app 10m`):
+## resident memory, descriptors and CPU of the app and every WebKit process, every 30 s.
+soak-app: deps-test ui
+	$(CARGO) build --release -p debugtop
+	xvfb-run -a -s "-screen 0 1280x800x24" python3 scripts/window-cost.py --soak $$(( $$(echo $(SOAK_APP_DURATION) | sed 's/m$$//') * 60 ))
 
 ## fuzz: mutation fuzzing of every parser of outside input and of redaction, FUZZ_SECONDS each
 ## (default 60; stable Rust, release build). A finding is saved in target/fuzz-found/.

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""What the window costs (`make bench-window`): the release app under Xvfb, at a 1 s interval,
+"""What the window costs (`make bench-window`; `make soak-app [DURATION]` for the soak): the
+release app under Xvfb, at a 1 s interval,
 with the demo (a real mcp-debugger, two sessions, a leaked adapter, an orphan), then with 5,000
 orphans of one gone owner (cheap stand-ins carrying the worker markers): CPU of the app and of
 every WebKit process over 30 s each, and their resident memory. Figures only, printed and
@@ -79,7 +80,46 @@ def measure(app, secs, what):
     return f"{what}: {sum(pct.values()):.2f} % of a core in total, {sum(mem.values())} MB resident ({parts})"
 
 
+def soak(secs):
+    """The demo for `secs`: resident memory and descriptors of the app and every WebKit process
+    every 30 s; growth is the last third's median against the first third's."""
+    config = tempfile.mkdtemp()
+    Path(config, "settings.json").write_text(json.dumps({"interval_ms": 1000, "notify_critical": False}))
+    env = {**os.environ, "DEBUGTOP_CONFIG_DIR": config}
+    subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--no-app"], check=True, stdout=subprocess.DEVNULL)
+    app = subprocess.Popen([str(APP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ticks = start_ticks(app.pid)
+    samples = []
+    try:
+        time.sleep(15)
+        procs = [app.pid] + [p for p in descendants(app.pid) if comm(p).startswith("WebKit")]
+        c0, t0 = sum(cpu(p) for p in procs), time.time()
+        end = t0 + secs
+        while time.time() < end:
+            fds = sum(len(os.listdir(f"/proc/{p}/fd")) for p in procs if os.path.exists(f"/proc/{p}"))
+            samples.append((time.time() - t0, sum(rss_mb(p) for p in procs), fds))
+            time.sleep(30)
+        pct = (sum(cpu(p) for p in procs) - c0) / HZ / (time.time() - t0) * 100
+    finally:
+        if start_ticks(app.pid) == ticks:
+            app.terminate()
+        app.wait(timeout=10)
+        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
+    third = max(1, len(samples) // 3)
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    first, last = med([r for _, r, _ in samples[:third]]), med([r for _, r, _ in samples[-third:]])
+    line = (f"soak, demo, {secs // 60} min at 1 s: resident {first} MB → {last} MB "
+            f"({(last - first) / max(first, 1) * 100:+.1f} %), descriptors {samples[0][2]} → {samples[-1][2]}, "
+            f"CPU {pct:.2f} % of a core (app and every WebKit process, {len(samples)} samples)")
+    (ROOT / "target" / "window-soak.txt").write_text(line + "\n" + "\n".join(f"{t:.0f}s {r} MB {f} fds" for t, r, f in samples) + "\n")
+    print(line)
+
+
 def main():
+    import sys
+    if len(sys.argv) > 2 and sys.argv[1] == "--soak":
+        soak(int(sys.argv[2]))
+        return
     assert APP.exists(), f"build it first: cargo build --release -p debugtop ({APP})"
     config = tempfile.mkdtemp()
     Path(config, "settings.json").write_text(json.dumps({"interval_ms": 1000, "notify_critical": False}))
