@@ -102,15 +102,7 @@ def leaked_chain():
 
 
 def children(pid):
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
-                out.append(int(d.name))
+    out = children_of(pid)
     # The watchdog is detached: find it by the pid it names.
     for d in Path("/proc").iterdir():
         if d.name.isdigit():

@@ -177,6 +177,7 @@ fn thousands(n: usize) -> String {
 /// come worst first, so groups do too).
 pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
     let mut groups: Vec<(FindingGroup, std::collections::BTreeSet<u32>)> = Vec::new();
+    let mut at_key: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for f in findings {
         let server = f.server_pid.filter(|_| f.kind.groups_by_server());
         let key = format!(
@@ -184,9 +185,10 @@ pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
             f.kind,
             server.map_or_else(|| "-".to_owned(), |p| p.to_string())
         );
-        let at = match groups.iter().position(|(g, _)| g.key == key) {
-            Some(i) => i,
+        let at = match at_key.get(&key) {
+            Some(&i) => i,
             None => {
+                at_key.insert(key.clone(), groups.len());
                 groups.push((
                     FindingGroup {
                         key,
