@@ -28,6 +28,9 @@ struct Args {
     /// Debug sessions the real server holds for the tick measurement.
     #[arg(long, default_value_t = 20)]
     sessions: usize,
+    /// Only the incident-scale tick (for profiling it).
+    #[arg(long)]
+    incident_only: bool,
     /// A tiny, fast pass that proves the benchmark still works (used by `make test`).
     #[arg(long)]
     smoke: bool,
@@ -159,6 +162,9 @@ fn main() -> anyhow::Result<()> {
             .unwrap_or_default()
             .trim()
     );
+    if a.incident_only {
+        return rt.block_on(async { incident_tick(&a).await });
+    }
     let base = floor_pass();
     println!("processes on the machine before spawning: {base}\n");
 
@@ -167,6 +173,7 @@ fn main() -> anyhow::Result<()> {
         collector_at(&a, n, n == largest)?;
     }
 
+    rt.block_on(async { incident_tick(&a).await })?;
     rt.block_on(async { server_tick(&a).await })?;
     rt.block_on(async { exit_latency(&a).await })?;
     kill_latency(&a)?;
@@ -270,6 +277,52 @@ async fn server_tick(a: &Args) -> anyhow::Result<()> {
     window.report();
     let u = e.tick().await?;
     targets_cost(a, &serde_json::to_string(&u)?).await
+}
+
+/// A tick at incident scale: `n` orphaned workers of one gone owner (cheap stand-ins carrying
+/// the worker markers, so every one is a finding and two rows), each part timed — the engine's
+/// tick with and without redaction, and the window's message (diff and serialization).
+async fn incident_tick(a: &Args) -> anyhow::Result<()> {
+    use debugtop_e2e::procs::{HeldZombie, StandIns};
+    let n = if a.smoke { 50 } else { 5000 };
+    let owner = HeldZombie::new();
+    let orphans = StandIns::orphaned_workers(n, owner.pid);
+    std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(500));
+    for redact in [false, true] {
+        let mut config = Config::default();
+        config.state.redact = redact;
+        config.state.verdicts.grace = Duration::ZERO;
+        let mut e = Engine::new(config)?;
+        let mut follower = debugtop_core::delta::Follower::default();
+        let (mut ticks, mut window, mut bytes, mut findings) =
+            (Vec::new(), Vec::new(), Vec::new(), 0);
+        for i in 0..a.reps.max(4) {
+            let t = Instant::now();
+            let u = std::sync::Arc::new(e.tick().await?);
+            let tick = t.elapsed().as_secs_f64() * 1000.0;
+            let t = Instant::now();
+            let sent = follower.next(&u).and_then(|m| serde_json::to_vec(&m).ok());
+            let w = t.elapsed().as_secs_f64() * 1000.0;
+            findings = u.snapshot.findings.len();
+            // The first ticks confirm the findings and send the whole world: steady state after.
+            if i >= 3 {
+                ticks.push(tick);
+                window.push(w);
+                bytes.push(sent.map_or(0, |b| b.len()) as f64);
+            }
+        }
+        let what = if redact { "redacted" } else { "not redacted" };
+        line(
+            &format!("incident tick, {n} orphans ({findings} findings), {what}"),
+            stats(ticks),
+            "ms",
+        );
+        line("  the window's message (diff + JSON)", stats(window), "ms");
+        line("  its size", stats(bytes), "B");
+    }
+    drop(orphans);
+    println!();
+    Ok(())
 }
 
 /// What the window is sent per tick: the whole update against the changes the app now sends

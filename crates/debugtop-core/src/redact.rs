@@ -6,6 +6,9 @@
 
 use crate::model::Snapshot;
 
+pub mod live;
+pub use live::LiveRedaction;
+
 /// What replaces a secret.
 pub const REDACTED: &str = "‹redacted›";
 
@@ -168,6 +171,8 @@ struct Patterns {
     authorization: regex::Regex,
     userinfo: regex::Regex,
     query_value: regex::Regex,
+    /// All of the above in one pass: most text matches none of them.
+    any: regex::RegexSet,
 }
 
 fn patterns() -> &'static Patterns {
@@ -175,18 +180,28 @@ fn patterns() -> &'static Patterns {
     P.get_or_init(|| {
         // A secret-looking name, as `secret_name` judges it, for the patterns.
         let name = r"[A-Za-z0-9_.-]*(?i:token|secret|passw(?:or)?d|pass|pwd?|api[_-]?key|key|auth[A-Za-z]*|credentials?|cookie|sig(?:nature)?)[A-Za-z0-9_.-]*";
-        let re = |s: &str| regex::Regex::new(s).unwrap_or_else(|_| unreachable_regex());
-        Patterns {
+        let sources = [
             // The opening quote is optional: in a cut or hostile line the previous value may end
             // at it (`"msg":"cut {"token":"X"}`).
-            json_pair: re(&format!(r#"("?{name}"\s*:\s*)"(?:[^"\\]|\\.)*""#)),
-            quoted_value: re(&format!(r#"((?:^|[\s,;{{(])-{{0,2}}{name}(?:\s*[=:]\s*|\s+))("[^"]*"|'[^']*')"#)),
-            auth_scheme: re(r"(?i)\b(bearer|basic|digest)(\s+)[A-Za-z0-9._~+/=:-]+"),
-            authorization: re(
-                r"(?i)(authorization\s*[:=]\s*)(?:(?:bearer|basic|digest|token)\s+)?[^\s,;]+",
-            ),
-            userinfo: re(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@"),
-            query_value: re(&format!(r"([?&;]{name}=)[^&\s#]+")),
+            format!(r#"("?{name}"\s*:\s*)"(?:[^"\\]|\\.)*""#),
+            format!(r#"((?:^|[\s,;{{(])-{{0,2}}{name}(?:\s*[=:]\s*|\s+))("[^"]*"|'[^']*')"#),
+            r"(?i)\b(bearer|basic|digest)(\s+)[A-Za-z0-9._~+/=:-]+".to_owned(),
+            r"(?i)(authorization\s*[:=]\s*)(?:(?:bearer|basic|digest|token)\s+)?[^\s,;]+"
+                .to_owned(),
+            r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@".to_owned(),
+            format!(r"([?&;]{name}=)[^&\s#]+"),
+        ];
+        let re = |s: &String| regex::Regex::new(s).unwrap_or_else(|_| unreachable_regex());
+        let [json_pair, quoted_value, auth_scheme, authorization, userinfo, query_value] =
+            sources.each_ref().map(re);
+        Patterns {
+            json_pair,
+            quoted_value,
+            auth_scheme,
+            authorization,
+            userinfo,
+            query_value,
+            any: regex::RegexSet::new(&sources).unwrap_or_else(|_| regex::RegexSet::empty()),
         }
     })
 }
@@ -211,10 +226,21 @@ pub fn redact_text(s: &str, home: Option<&str>) -> String {
     }
 }
 
+/// Can any of the patterns match? Each needs one of `"':=@` or a space: a word without them
+/// (most of any command line: paths, flags, numbers) is ruled out without a search.
+fn could_match(s: &str) -> bool {
+    s.bytes()
+        .any(|b| matches!(b, b'"' | b'\'' | b':' | b'=' | b'@'))
+        || s.chars().any(char::is_whitespace)
+}
+
 /// Where secret values stand: every pattern is matched on the *original* text, so a match of
 /// one (a cut value running into the next quote) can never hide a match of another.
 fn secret_ranges(s: &str) -> Vec<std::ops::Range<usize>> {
     let p = patterns();
+    if !could_match(s) || !p.any.is_match(s) {
+        return Vec::new();
+    }
     // (pattern, the capture group that ends the prefix kept in clear, drop a trailing '@').
     let all: [(&regex::Regex, usize, bool); 6] = [
         (&p.json_pair, 1, false),
@@ -385,15 +411,6 @@ pub fn redact_snapshot(s: &mut Snapshot, home: Option<&str>) {
         s.sources.clear();
     }
     s.redacted = true;
-}
-
-/// [`redact_snapshot`] for a live snapshot whose timeline events were redacted one by one as
-/// they were recorded ([`redact_serde`] on each): the per-tick cost does not grow with the
-/// history kept.
-pub fn redact_snapshot_but_timeline(s: &mut Snapshot, home: Option<&str>) {
-    let timeline = std::mem::take(&mut s.timeline);
-    redact_snapshot(s, home);
-    s.timeline = timeline;
 }
 
 /// Redacts every string of any model value, through its serialised form; `false` (and `x`
@@ -606,6 +623,21 @@ mod prop_tests {
         "token: SECRET",
         "--adapter-access-token SECRET",
     ];
+
+    proptest! {
+        #[test]
+        fn the_quick_rule_out_never_skips_text_a_pattern_matches(
+            s in "[a-zA-Z0-9 \t\u{a0}\u{2003}\"':=@/?&;.,{(_-]{0,40}",
+        ) {
+            if !could_match(&s) {
+                let p = patterns();
+                prop_assert!(!p.any.is_match(&s), "{s:?}");
+                for re in [&p.json_pair, &p.quoted_value, &p.auth_scheme, &p.authorization, &p.userinfo, &p.query_value] {
+                    prop_assert!(!re.is_match(&s), "{s:?} matches {re}");
+                }
+            }
+        }
+    }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]

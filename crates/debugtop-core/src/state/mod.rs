@@ -17,7 +17,7 @@ use crate::model::{
     LiveTable, Observation, ScanStats, Snapshot, SourceKind, SourceState, SourceStatus, Update,
     SCHEMA,
 };
-use crate::redact::{redact_serde, redact_snapshot_but_timeline};
+use crate::redact::{redact_serde, LiveRedaction};
 use knowledge::Knowledge;
 use reconcile::World;
 use rules::{Evaluator, VerdictConfig};
@@ -61,6 +61,7 @@ pub struct State {
     evaluator: Evaluator,
     timeline: Timeline,
     live: LiveTable,
+    redaction: LiveRedaction,
     seq: u64,
 }
 
@@ -79,6 +80,7 @@ impl State {
                 }
             },
             live: LiveTable::default(),
+            redaction: LiveRedaction::new(config.home.clone()),
             seq: 0,
             config,
         }
@@ -119,7 +121,7 @@ impl State {
     }
 
     fn snapshot(
-        &self,
+        &mut self,
         world: &World,
         findings: Vec<crate::model::Finding>,
         obs: &Observation,
@@ -147,7 +149,7 @@ impl State {
             environment: None,
         };
         if self.config.redact {
-            redact_snapshot_but_timeline(&mut s, self.config.home.as_deref());
+            self.redaction.apply(&mut s);
         }
         s
     }

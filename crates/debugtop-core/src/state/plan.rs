@@ -4,10 +4,11 @@
 //! watchdogs lead), leaves first and workers last, each with its identity (pid + start ticks).
 //! Execution (in `actions::kill`) re-applies every refusal against the live table.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use crate::model::{KillPlan, KillTarget, LiveTable, Proc, Refusal, Role, Via};
+use crate::model::{KillPlan, KillTarget, LiveTable, Proc, ProcId, Refusal, Role, Via};
 use crate::redact::redact_argv;
 
 /// Default time between SIGTERM and SIGKILL.
@@ -123,7 +124,37 @@ impl<'a> Index<'a> {
 
 /// Plans the end of `pids` against the live table.
 pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
-    Planner::new(live).plan(pids, opts)
+    Planner::new(live, None).plan(pids, opts)
+}
+
+/// The redacted command lines of the processes planned at the last ticks, by identity: a plan
+/// shows each target's command line redacted, and at incident scale the rules plan thousands
+/// of kills a tick whose command lines never change.
+#[derive(Debug, Default)]
+pub struct ArgvMemo(RefCell<HashMap<ProcId, RawAndRedacted>>);
+
+/// A command line as read and as shown.
+type RawAndRedacted = (Vec<String>, Vec<String>);
+
+impl ArgvMemo {
+    /// `p`'s command line, redacted.
+    fn redacted(&self, p: &Proc) -> Vec<String> {
+        let mut m = self.0.borrow_mut();
+        match m.get(&p.id()) {
+            Some((raw, red)) if *raw == p.argv => red.clone(),
+            _ => {
+                let red = redact_argv(&p.argv);
+                m.insert(p.id(), (p.argv.clone(), red.clone()));
+                red
+            }
+        }
+    }
+
+    /// Forgets the processes no longer live.
+    pub fn retain_live(&mut self, live: &LiveTable) {
+        let ids: std::collections::HashSet<ProcId> = live.procs.iter().map(Proc::id).collect();
+        self.0.get_mut().retain(|id, _| ids.contains(id));
+    }
 }
 
 /// Plans against one live table, its index built once: the rules plan one kill per finding,
@@ -131,6 +162,7 @@ pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
 pub struct Planner<'a> {
     live: &'a LiveTable,
     idx: Index<'a>,
+    argv: Option<&'a ArgvMemo>,
 }
 
 impl std::fmt::Debug for Planner<'_> {
@@ -140,11 +172,12 @@ impl std::fmt::Debug for Planner<'_> {
 }
 
 impl<'a> Planner<'a> {
-    /// Indexes `live`.
-    pub fn new(live: &'a LiveTable) -> Self {
+    /// Indexes `live`; redacts command lines through `argv` when given.
+    pub fn new(live: &'a LiveTable, argv: Option<&'a ArgvMemo>) -> Self {
         Self {
             live,
             idx: Index::new(live),
+            argv,
         }
     }
 
@@ -170,7 +203,10 @@ impl<'a> Planner<'a> {
         }
         expand(live, idx, &mut chosen, opts.tree);
         KillPlan {
-            targets: ordered_targets(&idx.by_pid, &chosen),
+            targets: ordered_targets(&idx.by_pid, &chosen, |p| match self.argv {
+                Some(m) => m.redacted(p),
+                None => redact_argv(&p.argv),
+            }),
             refused: order.iter().filter_map(|p| refused.remove(p)).collect(),
             grace_ms: u64::try_from(opts.grace.min(MAX_GRACE).as_millis()).unwrap_or(u64::MAX),
         }
@@ -179,10 +215,14 @@ impl<'a> Planner<'a> {
 
 /// The chosen processes as targets: leaves first; workers and servers after everything they
 /// started.
-fn ordered_targets(by_pid: &HashMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>) -> Vec<KillTarget> {
+fn ordered_targets(
+    by_pid: &HashMap<u32, &Proc>,
+    chosen: &BTreeMap<u32, Via>,
+    argv: impl Fn(&Proc) -> Vec<String>,
+) -> Vec<KillTarget> {
     let mut targets: Vec<KillTarget> = chosen
         .iter()
-        .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via)))
+        .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via, argv(p))))
         .collect();
     let rank = |r: Role| match r {
         Role::Server => 2,
@@ -245,14 +285,14 @@ fn depth(by_pid: &HashMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>, pid: u32) ->
     d
 }
 
-fn target(p: &Proc, via: Via) -> KillTarget {
+fn target(p: &Proc, via: Via, argv: Vec<String>) -> KillTarget {
     KillTarget {
         pid: p.pid,
         start_ticks: p.start_ticks,
         role: p.role,
         pgid: p.pgid,
         sid: p.sid,
-        argv: redact_argv(&p.argv),
+        argv,
         via,
     }
 }
@@ -272,6 +312,39 @@ mod tests {
                 ancestors: vec![40, 30],
             },
         }
+    }
+
+    #[test]
+    fn a_remembered_command_line_is_redacted_and_follows_a_change() {
+        let memo = ArgvMemo::default();
+        let worker = |argv: &str| {
+            ProcBuilder::new(4_000_001, Role::Worker)
+                .ppid(1)
+                .argv(argv)
+                .build()
+        };
+        let argv_of = |t: &LiveTable| {
+            Planner::new(t, Some(&memo))
+                .plan(&[4_000_001], PlanOptions::default())
+                .targets[0]
+                .argv
+                .join(" ")
+        };
+        let first = live(vec![worker("node w.js --token Zq1secret1")]);
+        assert_eq!(
+            argv_of(&first),
+            format!("node w.js --token {}", crate::redact::REDACTED)
+        );
+        assert_eq!(argv_of(&first), argv_of(&first));
+        let changed = live(vec![worker("node w.js --password Zq2secret2 --x")]);
+        let shown = argv_of(&changed);
+        assert!(
+            shown.ends_with("--x") && !shown.contains("Zq2secret2"),
+            "{shown}"
+        );
+        let mut memo = memo;
+        memo.retain_live(&live(vec![]));
+        assert!(memo.0.borrow().is_empty());
     }
 
     #[test]

@@ -195,6 +195,7 @@ pub struct Evaluator {
     config: VerdictConfig,
     first_seen: BTreeMap<FindingId, DateTime<Utc>>,
     pending: usize,
+    argv: plan::ArgvMemo,
 }
 
 impl Evaluator {
@@ -204,6 +205,7 @@ impl Evaluator {
             config,
             first_seen: BTreeMap::new(),
             pending: 0,
+            argv: plan::ArgvMemo::default(),
         }
     }
 
@@ -224,9 +226,10 @@ impl Evaluator {
             world,
             live,
             config: &self.config,
-            planner: plan::Planner::new(live),
+            planner: plan::Planner::new(live, Some(&self.argv)),
         };
         let candidates: Vec<Candidate> = RULES.iter().flat_map(|(_, rule)| rule(&ctx)).collect();
+        self.argv.retain_live(live);
         let now = world.at;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
