@@ -69,6 +69,9 @@ pub enum Command {
         /// Stop after this many updates (default: run until interrupted).
         #[arg(long)]
         count: Option<u64>,
+        /// Seconds after which a stalled session is a stuck session (as for `audit`).
+        #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+        stuck_after: f64,
     },
     /// Run the liveness audit: exit 0 when clean, 1 with findings, 2 when it could not audit.
     Audit {
@@ -143,6 +146,10 @@ pub struct AuditArgs {
     /// worker still runs).
     #[arg(long, default_value_t = 6.0)]
     pub grace: f64,
+    /// Seconds after which a session still starting, or a DAP request still unanswered, or a
+    /// running session's debuggee stopped by a signal, is a stuck session.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub stuck_after: f64,
 }
 
 impl Default for AuditArgs {
@@ -150,6 +157,7 @@ impl Default for AuditArgs {
         Self {
             servers: Vec::new(),
             grace: 6.0,
+            stuck_after: 10.0,
         }
     }
 }
@@ -174,7 +182,7 @@ impl From<Format> for ExportFormat {
 
 /// The audit's configuration from the flags.
 pub fn audit_config(args: &AuditArgs) -> AuditConfig {
-    AuditConfig::new(args.grace, args.servers.clone())
+    AuditConfig::new(args.grace, args.servers.clone()).stuck_after(args.stuck_after)
 }
 
 /// What `kill`'s arguments ask for: a pid (with `--tree`), one or several finding ids, or

@@ -70,11 +70,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             servers,
             json,
             count,
+            stuck_after,
         } => {
             if json && !cli.hello {
                 say(&debugtop_core::targets::hello_line())?;
             }
-            watch(interval, servers, json, count).await
+            watch(interval, servers, json, count, stuck_after).await
         }
         Command::Audit {
             args,
@@ -203,11 +204,13 @@ async fn watch(
     servers: Vec<String>,
     json: bool,
     count: Option<u64>,
+    stuck_after: f64,
 ) -> anyhow::Result<ExitCode> {
     let mut config = Config {
         interval: Duration::from_millis(interval),
         ..Config::default()
     };
+    config.state.verdicts.stuck = config.state.verdicts.stuck.after(stuck_after);
     config.sources.extra_servers = servers;
     let mut running = sampler::spawn(config).context("cannot start the sampler")?;
     let mut seen = 0u64;

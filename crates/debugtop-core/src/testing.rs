@@ -14,9 +14,9 @@ use crate::model::{
     FindingKind, Health, HealthCheck, HostKind, HostRef, HttpSession, KillPlan, KillTarget,
     Language, LogEvent, LogEventKind, LogExcerpt, LogOrigin, LogsRead, McpEvidence, NodeKind,
     NodeStatus, Observation, PidNs, Proc, ProcState, ProcessTable, Role, ScanStats, SelfInfo,
-    ServerInfo, ServerMode, ServerObservation, ServerVersion, SessionState, Severity, Snapshot,
-    SourceKind, SourceState, SourceStatus, Stdio, TimelineEvent, TimelineKind, TreeNode, Via, What,
-    SCHEMA,
+    ServerInfo, ServerMode, ServerObservation, ServerVersion, SessionProgress, SessionState,
+    Severity, SignOfLife, Snapshot, SourceKind, SourceState, SourceStatus, StageMark, Stdio,
+    TimelineEvent, TimelineKind, TraceState, TreeNode, Via, What, SCHEMA,
 };
 use crate::sources::Observe;
 
@@ -251,6 +251,7 @@ impl ObservationBuilder {
                     server_lines: 10,
                     ..LogsRead::default()
                 },
+                sessions: Vec::new(),
             }],
             remote: Vec::new(),
             me: SelfInfo {
@@ -278,6 +279,32 @@ impl ObservationBuilder {
                 origin,
                 line,
                 kind,
+            });
+        }
+        self
+    }
+    /// Gives server 100's session `sid` a DAP trace with these requests waiting (command, sent
+    /// at, in seconds from the start).
+    pub fn trace(mut self, sid: &str, pending: &[(&str, i64)]) -> Self {
+        if let Some(s) = self.0.servers.first_mut() {
+            s.sessions.push(crate::model::SessionLogs {
+                session_id: sid.into(),
+                last_line: None,
+                trace: Some(TraceState {
+                    file: format!("/l/sessions/{sid}/run-1/dap-trace-{sid}.ndjson"),
+                    pending: pending
+                        .iter()
+                        .zip(1u64..)
+                        .map(|((command, t), seq)| crate::model::PendingRequest {
+                            command: (*command).into(),
+                            seq,
+                            sent_at: at(*t),
+                            asker: crate::model::Asker::Worker,
+                        })
+                        .collect(),
+                    last_at: None,
+                    messages: pending.len() as u64,
+                }),
             });
         }
         self
@@ -731,6 +758,7 @@ fn sample_debug_sessions(ended: Fact) -> Vec<DebugSession> {
             worker_finished: None,
             worker_finished_at: None,
             facts: Vec::new(),
+            progress: SessionProgress::default(),
         },
         DebugSession {
             id: healthy.into(),
@@ -748,8 +776,71 @@ fn sample_debug_sessions(ended: Fact) -> Vec<DebugSession> {
             worker_finished: None,
             worker_finished_at: None,
             facts: Vec::new(),
+            progress: sample_progress(),
         },
     ]
+}
+
+/// A healthy mock start, as 0.24.2's worker logs it, ending in the stop on entry.
+pub fn sample_progress() -> SessionProgress {
+    use crate::model::{Stage as S, StartRequest as R};
+    let file = format!("/home/dev/.mcp-debugger/sessions/{HEALTHY}/run-1/proxy-{HEALTHY}.log");
+    let stages = [
+        S::AdapterSpawned { pid: 1101 },
+        S::ConnectAttempt {
+            attempt: 1,
+            of: 60,
+            address: "127.0.0.1:44045".into(),
+        },
+        S::Connected,
+        S::Sent {
+            request: R::Initialize,
+        },
+        S::Answered {
+            request: R::Initialize,
+        },
+        S::Sent { request: R::Launch },
+        S::Answered { request: R::Launch },
+        S::Sent {
+            request: R::ConfigurationDone,
+        },
+        S::Answered {
+            request: R::ConfigurationDone,
+        },
+        S::Stopped {
+            reason: "entry".into(),
+        },
+    ];
+    let stages = stages
+        .into_iter()
+        .zip(0u64..)
+        .map(|(stage, i)| StageMark {
+            stage,
+            at: Some(at(-60) + chrono::Duration::milliseconds(i as i64 * 50)),
+            file: file.clone(),
+            line: 10 + i,
+        })
+        .collect();
+    SessionProgress {
+        state_since: Some(at(-59)),
+        last_sign: Some(SignOfLife {
+            at: at(-59),
+            file: file.clone(),
+            line: 39,
+            text: "[Worker] DAP event: stopped reason=entry threadId=1 allThreadsStopped=true"
+                .into(),
+        }),
+        stages,
+        trace: Some(TraceState {
+            file: file
+                .replace("proxy-", "dap-trace-")
+                .replace(".log", ".ndjson"),
+            pending: Vec::new(),
+            last_at: Some(at(-59)),
+            messages: 10,
+        }),
+        debuggee: None,
+    }
 }
 
 /// The fixed snapshot.

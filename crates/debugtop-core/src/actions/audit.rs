@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::model::{audit_result, AuditResult, Finding, LiveTable, DEFAULT_GRACE};
 use crate::sources::{Observe, SourcesConfig};
+use crate::state::rules::stuck::StuckThresholds;
 use crate::state::rules::{Mode, VerdictConfig};
 use crate::state::{State, StateConfig};
 
@@ -27,6 +28,8 @@ pub struct AuditConfig {
     pub redact: bool,
     /// The user's home directory.
     pub home: Option<String>,
+    /// When a session counts as stuck.
+    pub stuck: StuckThresholds,
 }
 
 impl AuditConfig {
@@ -41,7 +44,15 @@ impl AuditConfig {
             extra_servers,
             redact: true,
             home: crate::redact::home_dir(),
+            stuck: StuckThresholds::default(),
         }
+    }
+
+    /// A session starting, or waiting on a DAP request, longer than `secs` is stuck (as
+    /// users give it: negative or not a number keeps the default).
+    pub fn stuck_after(mut self, secs: f64) -> Self {
+        self.stuck = self.stuck.after(secs);
+        self
     }
 
     /// What the sources need.
@@ -57,6 +68,7 @@ impl AuditConfig {
             verdicts: VerdictConfig {
                 grace: self.grace,
                 mode: Mode::Audit,
+                stuck: self.stuck,
                 ..VerdictConfig::default()
             },
             redact: self.redact,

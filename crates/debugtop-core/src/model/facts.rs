@@ -143,6 +143,11 @@ pub enum What {
         /// Its pid.
         pid: u32,
     },
+    /// A step of the session's start, in its worker's log.
+    Stage {
+        /// The step.
+        stage: super::Stage,
+    },
     /// The server gave up waiting for the worker and SIGKILLed it.
     WorkerForceKilled,
     /// The worker exited after being asked to stop.
@@ -244,6 +249,7 @@ impl fmt::Display for What {
             Self::Closed => f.write_str("closed"),
             Self::WorkerSpawned { pid } => write!(f, "worker spawned with pid {pid}"),
             Self::AdapterSpawned { pid } => write!(f, "adapter spawned with pid {pid}"),
+            Self::Stage { stage } => write!(f, "start: {stage}"),
             Self::WorkerForceKilled => f.write_str("worker did not exit in time: force-killed"),
             Self::WorkerExited { how } => write!(f, "worker exited{how}"),
             Self::WorkerDied { how } => write!(f, "worker exited under a live session{how}"),
@@ -423,6 +429,12 @@ fn session_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
     })
 }
 
+/// Every stage is one, but of up to 60 connect attempts only the first and every tenth: a
+/// worker retrying for half a minute should not fill the timeline.
+fn worth_a_fact(stage: &super::Stage) -> bool {
+    !matches!(stage, super::Stage::ConnectAttempt { attempt, .. } if *attempt != 1 && attempt % 10 != 0)
+}
+
 /// Lines about a session's worker and adapter. Those whose session line order could not
 /// recover (and `Stopping proxy…`, which only ties others together) give no fact.
 fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
@@ -445,6 +457,15 @@ fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             pid,
             session_id: Some(sid),
         } => (debug(sid), What::AdapterSpawned { pid: *pid }),
+        K::Stage {
+            session_id: Some(sid),
+            stage,
+        } if worth_a_fact(stage) => (
+            debug(sid),
+            What::Stage {
+                stage: stage.clone(),
+            },
+        ),
         K::ProxyForceKilled {
             session_id: Some(sid),
         } => (debug(sid), What::WorkerForceKilled),

@@ -50,6 +50,9 @@ pub enum FindingKind {
     Stopped,
     /// The server lists a session whose worker is gone.
     SessionWithoutWorker,
+    /// A session stalled: its start waits on a step past a threshold, a DAP request has no
+    /// answer, or its running debuggee is stopped by a signal or stuck in D.
+    StuckSession,
     /// `/health` does not answer.
     ServerUnresponsive,
 }
@@ -72,6 +75,7 @@ impl FindingKind {
             Self::Zombie => ("zombie", "zombies"),
             Self::Stopped => ("stopped process", "stopped processes"),
             Self::SessionWithoutWorker => ("session without a worker", "sessions without a worker"),
+            Self::StuckSession => ("stuck session", "stuck sessions"),
             Self::ServerUnresponsive => ("unresponsive server", "unresponsive servers"),
         }
     }

@@ -142,6 +142,13 @@ pub enum LogEventKind {
         /// Its session.
         session_id: Option<String>,
     },
+    /// A step of the session's start, in `proxy-<id>.log`.
+    Stage {
+        /// The session (from the file name).
+        session_id: Option<String>,
+        /// The step.
+        stage: super::Stage,
+    },
     /// `[AdapterManager] Spawned adapter process PID: <pid> (…)` in `proxy-<id>.log`.
     AdapterSpawned {
         /// The adapter's pid.

@@ -15,6 +15,7 @@ mod kill;
 mod logs;
 mod observation;
 mod process;
+mod progress;
 mod sessions;
 mod snapshot;
 mod target;
@@ -37,11 +38,15 @@ pub use kill::{
 pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
 pub use observation::{
     Endpoints, Exit, HealthCheck, LiveTable, LogsRead, Observation, RemoteObservation, SelfInfo,
-    ServerObservation,
+    ServerObservation, SessionLogs,
 };
 pub use process::{
     EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
     ProcessTable, Role, ScanStats, ServerInfo, ServerMode, Stdio,
+};
+pub use progress::{
+    Asker, DebuggeeState, PendingRequest, SessionProgress, SignOfLife, Stage, StageMark,
+    StartRequest, TraceState,
 };
 pub use sessions::{DebugSession, HttpEnd, HttpSession, SessionState};
 pub use snapshot::{

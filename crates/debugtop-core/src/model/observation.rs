@@ -53,6 +53,20 @@ pub struct ServerObservation {
     pub log_events: Vec<LogEvent>,
     /// How reading its logs went.
     pub logs: LogsRead,
+    /// What each followed session's worker log and DAP trace say now.
+    #[serde(default)]
+    pub sessions: Vec<SessionLogs>,
+}
+
+/// One session's newest worker-log line and its DAP trace, as of this tick.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionLogs {
+    /// The debug session.
+    pub session_id: String,
+    /// The newest line of its `proxy-<id>.log`.
+    pub last_line: Option<super::SignOfLife>,
+    /// Its DAP trace.
+    pub trace: Option<super::TraceState>,
 }
 
 /// Where a server listens.

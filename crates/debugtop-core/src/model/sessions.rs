@@ -7,6 +7,7 @@ use ts_rs::TS;
 
 use super::facts::Fact;
 use super::process::Language;
+use super::progress::SessionProgress;
 
 /// A debug session's state, as mcp-debugger names it.
 #[derive(
@@ -139,4 +140,7 @@ pub struct DebugSession {
     pub worker_finished_at: Option<DateTime<Utc>>,
     /// What is known, with sources.
     pub facts: Vec<Fact>,
+    /// How far its start got, its last sign of life, what it waits for.
+    #[serde(default)]
+    pub progress: SessionProgress,
 }

@@ -41,6 +41,8 @@ pub enum TimelineKind {
     FindingCleared,
     /// A line of the server's log.
     Log,
+    /// A step of a debug session's start (its worker's log).
+    Stage,
 }
 
 /// One event.

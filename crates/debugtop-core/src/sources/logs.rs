@@ -13,8 +13,12 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 
+use super::dap_trace::{TraceReader, HEAD};
 use crate::error::{Error, Result};
-use crate::model::{parse_pid, session_id, LogEvent, LogEventKind, LogOrigin, TailStats};
+use crate::model::{
+    parse_pid, session_id, LogEvent, LogEventKind, LogOrigin, SignOfLife, Stage, StartRequest,
+    TailStats, TraceState,
+};
 
 /// Lines longer than this are skipped (and counted), never buffered whole.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -29,6 +33,10 @@ pub struct LineParser {
     stopping: Option<String>,
     /// The session a `proxy-<id>.log` file belongs to.
     file_session: Option<String>,
+    /// The newest line's time and words (a session's last sign of life).
+    last: Option<(Option<DateTime<Utc>>, String)>,
+    /// `last` changed since the tail looked.
+    touched: bool,
 }
 
 impl LineParser {
@@ -51,6 +59,10 @@ impl LineParser {
         let v = json_object(line)?;
         let message = v.get("message")?.as_str()?;
         let at = v.get("timestamp").and_then(timestamp);
+        if self.file_session.is_some() {
+            self.last = Some((at, bounded(message)));
+            self.touched = true;
+        }
         let kind = self.message(message, &v)?;
         Some((at, kind))
     }
@@ -65,6 +77,16 @@ impl LineParser {
             .or_else(|| self.proxy_line(m))
             .or_else(|| reaper_line(m))
             .or_else(|| self.adapter_line(m, v))
+            .or_else(|| self.stage_line(m))
+    }
+
+    /// A step of the session's start, in its worker's log.
+    fn stage_line(&self, m: &str) -> Option<LogEventKind> {
+        let session_id = self.file_session.clone()?;
+        Some(LogEventKind::Stage {
+            session_id: Some(session_id),
+            stage: stage(m)?,
+        })
     }
 
     /// The ProxyManager's lines; two of them carry no session id and are tied to the
@@ -134,6 +156,104 @@ impl LineParser {
             session_id: ns_session.or_else(|| self.file_session.clone()),
         })
     }
+}
+
+/// The worker's start lines (0.24.2's `ConnectionManager` and `Worker`).
+fn stage(m: &str) -> Option<Stage> {
+    use StartRequest::{Attach, ConfigurationDone, Initialize, Launch};
+    let cm = |rest: &str| {
+        m.strip_prefix("[ConnectionManager] ")
+            .is_some_and(|x| x.starts_with(rest))
+    };
+    let fixed = [
+        (
+            "DAP client connected to adapter successfully.",
+            Stage::Connected,
+        ),
+        (
+            "Sending DAP \"initialize\" request",
+            Stage::Sent {
+                request: Initialize,
+            },
+        ),
+        (
+            "DAP \"initialize\" request sent and response received.",
+            Stage::Answered {
+                request: Initialize,
+            },
+        ),
+        (
+            "Sending \"launch\" request",
+            Stage::Sent { request: Launch },
+        ),
+        (
+            "DAP \"launch\" request sent.",
+            Stage::Answered { request: Launch },
+        ),
+        (
+            "Sending \"attach\" request",
+            Stage::Sent { request: Attach },
+        ),
+        (
+            "DAP \"attach\" request sent.",
+            Stage::Answered { request: Attach },
+        ),
+        (
+            "Sending \"configurationDone\" to adapter.",
+            Stage::Sent {
+                request: ConfigurationDone,
+            },
+        ),
+        (
+            "\"configurationDone\" sent.",
+            Stage::Answered {
+                request: ConfigurationDone,
+            },
+        ),
+    ];
+    if let Some((_, st)) = fixed.into_iter().find(|(line, _)| cm(line)) {
+        return Some(st);
+    }
+    if let Some(rest) =
+        m.strip_prefix("[ConnectionManager] Attempting DAP client connect (attempt ")
+    {
+        let (counts, address) = rest.split_once(") to ")?;
+        let (attempt, of) = counts.split_once('/')?;
+        return Some(Stage::ConnectAttempt {
+            attempt: attempt.trim().parse().ok()?,
+            of: of.trim().parse().ok()?,
+            address: address.trim().chars().take(80).collect(),
+        });
+    }
+    if let Some(rest) = m.strip_prefix("[ConnectionManager] Failed to connect DAP client after ") {
+        return Some(Stage::ConnectFailed {
+            attempts: rest.split(' ').next()?.parse().ok()?,
+        });
+    }
+    // js-debug's start goes through the worker's command queue: `Sending '<cmd>' to adapter`,
+    // then `Completed command dap/<cmd> session=…` once the adapter answered.
+    let request = |c: &str| match c {
+        "initialize" => Some(Initialize),
+        "launch" => Some(Launch),
+        "attach" => Some(Attach),
+        "configurationDone" => Some(ConfigurationDone),
+        _ => None,
+    };
+    if let Some(rest) = m.strip_prefix("[Worker] Sending '") {
+        let (cmd, tail) = rest.split_once('\'')?;
+        return (tail == " to adapter")
+            .then_some(())
+            .and(request(cmd))
+            .map(|request| Stage::Sent { request });
+    }
+    if let Some(rest) = m.strip_prefix("[Worker] Completed command dap/") {
+        let cmd = rest.split(' ').next()?;
+        return request(cmd).map(|request| Stage::Answered { request });
+    }
+    let reason = m.strip_prefix("[Worker] DAP event: stopped reason=")?;
+    Some(Stage::Stopped {
+        reason: reason.split(' ').next()?.chars().take(40).collect(),
+    })
 }
 
 /// Structured lines: their message is a fixed tag and the fields carry the data.
@@ -373,6 +493,12 @@ pub struct LogTail {
     discarding: bool,
     line_no: u64,
     parser: LineParser,
+    /// For a DAP trace: its lines are DAP messages, not log lines.
+    trace: Option<TraceReader>,
+    /// The head of the oversized line being skipped (a trace reads its header from it).
+    head: Vec<u8>,
+    /// The line number of the newest parsed line.
+    last_line_no: u64,
     /// Counters.
     pub stats: TailStats,
     /// The user the file must belong to (the server's), unless that user is root.
@@ -405,7 +531,11 @@ impl LogTail {
     pub fn new(path: impl Into<PathBuf>, origin: LogOrigin) -> Self {
         let path = path.into();
         let parser = LineParser::for_file(&path);
+        let trace = is_trace(&path).then(TraceReader::default);
         Self {
+            trace,
+            head: Vec::new(),
+            last_line_no: 0,
             origin,
             path,
             offset: 0,
@@ -433,6 +563,23 @@ impl LogTail {
     /// Bytes consumed so far.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The newest line of a worker's log, as a sign of its session's life.
+    pub fn last_line(&self) -> Option<SignOfLife> {
+        let (at, text) = self.parser.last.clone()?;
+        Some(SignOfLife {
+            at: at?,
+            file: self.path.to_string_lossy().into_owned(),
+            line: self.last_line_no,
+            text,
+        })
+    }
+
+    /// For a DAP trace: the requests waiting now.
+    pub fn trace(&self) -> Option<TraceState> {
+        let file = self.path.to_string_lossy();
+        self.trace.as_ref().map(|t| t.state(&file))
     }
 
     /// Reads what was appended since the last poll. A missing file gives no events (it may
@@ -514,6 +661,8 @@ impl LogTail {
         self.pending.clear();
         self.discarding = false;
         self.parser = LineParser::for_file(&self.path);
+        self.trace = is_trace(&self.path).then(TraceReader::default);
+        self.head.clear();
         self.stats.restarts += 1;
     }
 
@@ -552,6 +701,10 @@ impl LogTail {
             self.line_no += 1;
             if self.discarding {
                 self.discarding = false;
+                if let Some(t) = &mut self.trace {
+                    t.head(&self.head);
+                }
+                self.head.clear();
                 continue;
             }
             let line: std::borrow::Cow<'_, [u8]> = if self.pending.is_empty() {
@@ -563,13 +716,25 @@ impl LogTail {
             };
             if line.len() > MAX_LINE {
                 self.stats.oversized += 1;
+                if let Some(t) = &mut self.trace {
+                    t.head(&line[..HEAD]);
+                }
                 continue;
             }
             self.stats.lines += 1;
-            match std::str::from_utf8(&line)
+            if let Some(t) = &mut self.trace {
+                if let Ok(l) = std::str::from_utf8(&line) {
+                    t.line(l);
+                }
+                continue;
+            }
+            let parsed = std::str::from_utf8(&line)
                 .ok()
-                .and_then(|l| self.parser.parse(l))
-            {
+                .and_then(|l| self.parser.parse(l));
+            if std::mem::take(&mut self.parser.touched) {
+                self.last_line_no = self.line_no;
+            }
+            match parsed {
                 Some((at, kind)) => {
                     self.stats.events += 1;
                     out.push(LogEvent {
@@ -587,6 +752,7 @@ impl LogTail {
             self.pending.extend_from_slice(rest);
             if self.pending.len() > MAX_LINE {
                 // Do not buffer a giant line: drop it and skip to its end.
+                self.head = self.pending[..HEAD].to_vec();
                 self.pending.clear();
                 self.discarding = true;
                 self.stats.oversized += 1;
@@ -594,6 +760,13 @@ impl LogTail {
         }
         out
     }
+}
+
+/// `dap-trace-<session>.ndjson`.
+fn is_trace(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with("dap-trace-") && n.ends_with(".ndjson"))
 }
 
 #[cfg(unix)]
@@ -614,6 +787,8 @@ fn file_identity(m: &std::fs::Metadata) -> (u64, u64) {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
 
     const SERVER: &str = include_str!("testdata/server-0.24.2.log");
@@ -684,6 +859,138 @@ mod tests {
                 LogEventKind::HttpSessionClosed { http_session: h }
             ]
         );
+    }
+
+    /// A real 0.24.2 worker log of a mock session started with `stopOnEntry`.
+    const PROXY_MOCK: &str = include_str!("testdata/proxy-mock.log");
+    const MOCK_SID: &str = "753b115d-6c16-409a-84b1-333be3a07051";
+
+    fn stages(text: &str, file: &str) -> Vec<String> {
+        parse_all(text, file)
+            .into_iter()
+            .filter_map(|k| match k {
+                LogEventKind::Stage { stage, .. } => Some(stage.to_string()),
+                LogEventKind::AdapterSpawned { pid, .. } => Some(format!("adapter {pid} spawned")),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_stage_of_a_real_start_in_order() {
+        let file = format!("/l/sessions/{MOCK_SID}/run-1/proxy-{MOCK_SID}.log");
+        assert_eq!(
+            stages(PROXY_MOCK, &file),
+            [
+                "adapter 971 spawned",
+                "connect attempt 1/60 to 127.0.0.1:44045",
+                "connected",
+                "initialize sent",
+                "initialize answered",
+                "launch sent",
+                "launch answered",
+                "configurationDone sent",
+                "configurationDone answered",
+                "stopped (entry)",
+            ]
+        );
+        // Not a worker's log: no stages (the server's own log never has these lines).
+        assert!(!parse_all(PROXY_MOCK, "/l/server.log")
+            .iter()
+            .any(|k| matches!(k, LogEventKind::Stage { .. })));
+    }
+
+    /// A real 0.24.2 worker log of a javascript (js-debug) session: its start goes through the
+    /// worker's command queue, with other lines.
+    const PROXY_JS: &str = include_str!("testdata/proxy-js.log");
+
+    #[test]
+    fn every_stage_of_a_real_js_debug_start() {
+        let sid = "23ea8330-42b9-45c0-b1b9-19443834dc18";
+        let file = format!("/l/sessions/{sid}/run-1/proxy-{sid}.log");
+        assert_eq!(
+            stages(PROXY_JS, &file),
+            [
+                "adapter 7546 spawned",
+                "connect attempt 1/60 to 127.0.0.1:42779",
+                "connected",
+                "initialize sent",
+                "initialize answered",
+                "configurationDone sent",
+                "configurationDone answered",
+                "launch sent",
+                "launch answered",
+                "stopped (entry)",
+            ]
+        );
+    }
+
+    #[test]
+    fn stage_lines_cut_interleaved_or_reworded_are_skipped() {
+        let file = format!("/l/sessions/{MOCK_SID}/run-1/proxy-{MOCK_SID}.log");
+        let lines: Vec<&str> = PROXY_MOCK.lines().collect();
+        // Cut in the middle (the writer died mid-line): skipped; two records on one line: the
+        // whole one is read.
+        let cut = &lines[14][..lines[14].len() / 2];
+        let joined = format!("{}{}", &lines[16][..40], lines[18]);
+        let retry = line("[ConnectionManager] Attempting DAP client connect (attempt x/60) to h:1");
+        let failed = line("[ConnectionManager] Failed to connect DAP client after 60 attempts. Last error: ECONNREFUSED");
+        let text = [cut, &joined, &retry, &failed].join("\n");
+        assert_eq!(
+            stages(&text, &file),
+            ["initialize sent", "gave up connecting after 60 attempts"]
+        );
+    }
+
+    #[test]
+    fn a_workers_last_line_is_its_sign_of_life() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("proxy-{MOCK_SID}.log"));
+        std::fs::write(&path, PROXY_MOCK).unwrap();
+        let mut t = LogTail::new(&path, LogOrigin::Proxy);
+        t.poll().unwrap();
+        let s = t.last_line().unwrap();
+        assert_eq!(s.line, 39);
+        assert!(
+            s.text
+                .starts_with("[Worker] DAP event: stopped reason=entry"),
+            "{s:?}"
+        );
+        assert_eq!(s.at.to_rfc3339(), "2026-12-01T18:13:14.048+00:00");
+    }
+
+    #[test]
+    fn a_dap_trace_is_read_as_dap_messages_and_a_huge_answer_by_its_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("dap-trace-{MOCK_SID}.ndjson"));
+        let big = format!(
+            r#"{{"ts":"2026-12-01T18:13:15.000Z","direction":"in","payload":{{"seq":30,"type":"response","request_seq":12,"command":"variables","success":true,"body":{{"variables":"{}"}}}}}}"#,
+            "x".repeat(MAX_LINE + 10)
+        );
+        let ask = r#"{"ts":"2026-12-01T18:13:14.900Z","direction":"out","payload":{"seq":12,"type":"request","command":"variables","arguments":{}}}"#;
+        std::fs::write(&path, format!("{ask}\n")).unwrap();
+        let mut t = LogTail::new(&path, LogOrigin::Proxy);
+        assert!(t.poll().unwrap().is_empty(), "no log events from a trace");
+        assert_eq!(t.trace().unwrap().pending.len(), 1);
+        // The answer arrives in two writes, longer than a log line may be.
+        let (a, b) = big.split_at(big.len() / 2);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(a.as_bytes())
+            .unwrap();
+        t.poll().unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(format!("{b}\n").as_bytes())
+            .unwrap();
+        t.poll().unwrap();
+        let s = t.trace().unwrap();
+        assert!(s.pending.is_empty(), "{s:?}");
+        assert_eq!(s.messages, 2);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! servers given by URL, and returns it as one [`Observation`] per tick. Each source reports its
 //! own health in words and never stops the others; only an unreadable process table is an error.
 
+pub mod dap_trace;
 pub mod discovery;
 pub mod health;
 pub mod logs;
@@ -193,13 +194,14 @@ impl Local {
                 .and_then(|p| p.uid);
             ServerLogs::new(s.start_time, discovery::files(s), owner)
         });
-        let (log_events, logs) = logs.poll(&live, Instant::now());
+        let (log_events, logs_read) = logs.poll(&live, Instant::now());
         ServerObservation {
             pid: s.pid,
             health: None,
             endpoints,
             log_events,
-            logs,
+            logs: logs_read,
+            sessions: logs.sessions(),
         }
     }
 }

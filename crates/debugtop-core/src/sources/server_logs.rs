@@ -12,7 +12,7 @@ use chrono::{DateTime, Duration as ChronoDuration, Utc};
 
 use super::discovery::ServerFiles;
 use super::logs::LogTail;
-use crate::model::{LogEvent, LogEventKind, LogOrigin, LogsRead, TailStats};
+use crate::model::{LogEvent, LogEventKind, LogOrigin, LogsRead, SessionLogs, TailStats};
 
 /// How often a session's run dirs are listed again for new proxy logs.
 pub const PROXY_RELIST: Duration = Duration::from_secs(5);
@@ -95,13 +95,23 @@ impl ServerLogs {
                 .is_none_or(|t| now.duration_since(*t) >= PROXY_RELIST);
             if due {
                 self.proxy_listed.insert(sid.clone(), now);
-                out.extend(self.files.proxy_logs(sid));
+                for log in self.files.proxy_logs(sid) {
+                    // The DAP trace sits beside the worker's log.
+                    out.push(log.with_file_name(format!("dap-trace-{sid}.ndjson")));
+                    out.push(log);
+                }
             } else {
-                let name = format!("proxy-{sid}.log");
+                let names = [
+                    format!("proxy-{sid}.log"),
+                    format!("dap-trace-{sid}.ndjson"),
+                ];
                 out.extend(
                     self.tails
                         .keys()
-                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy() == name))
+                        .filter(|p| {
+                            p.file_name()
+                                .is_some_and(|n| names.iter().any(|x| n.to_string_lossy() == *x))
+                        })
                         .cloned(),
                 );
             }
@@ -112,6 +122,39 @@ impl ServerLogs {
         self.tails
             .retain(|p, t| t.origin() == LogOrigin::Server || keep.contains(p));
         out
+    }
+
+    /// What each followed session's newest run says now: its worker log's last line and its
+    /// DAP trace.
+    pub fn sessions(&self) -> Vec<SessionLogs> {
+        let mut by: BTreeMap<String, SessionLogs> = BTreeMap::new();
+        // Paths in order: a session's newest run dir (`run-<ms>`) comes last and wins.
+        for (path, tail) in &self.tails {
+            let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            let sid = name
+                .strip_prefix("proxy-")
+                .and_then(|n| n.strip_suffix(".log"))
+                .or_else(|| {
+                    name.strip_prefix("dap-trace-")
+                        .and_then(|n| n.strip_suffix(".ndjson"))
+                });
+            let Some(sid) = sid.and_then(crate::model::session_id) else {
+                continue;
+            };
+            let e = by.entry(sid.clone()).or_insert_with(|| SessionLogs {
+                session_id: sid,
+                last_line: None,
+                trace: None,
+            });
+            if let Some(t) = tail.trace() {
+                e.trace = Some(t);
+            } else if let Some(l) = tail.last_line() {
+                e.last_line = Some(l);
+            }
+        }
+        by.into_values().collect()
     }
 
     fn is_this_servers(&self, e: &LogEvent) -> bool {

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::model::{
     from_log, Fact, FactSource, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin, Observation,
-    SessionState, Subject, What,
+    SessionLogs, SessionState, SignOfLife, Stage, StageMark, Subject, What,
 };
 
 /// How long an ended session's record is kept after its end (then forgotten).
@@ -52,7 +52,18 @@ pub struct DebugRec {
     pub worker_finished: Option<(DateTime<Utc>, Fact)>,
     /// Facts, oldest first.
     pub facts: Vec<Fact>,
+    /// When it entered its last state.
+    pub state_at: Option<DateTime<Utc>>,
+    /// Its start, stage by stage (one start: a new adapter begins them again).
+    pub stages: Vec<StageMark>,
+    /// The newest event about it from any log.
+    pub last_event: Option<SignOfLife>,
+    /// Its worker log's newest line and its DAP trace, as of the last tick that read them.
+    pub logs: Option<SessionLogs>,
 }
+
+/// The most stages kept per session (connect attempts replace one another).
+const MAX_STAGES: usize = 32;
 
 /// One server's records.
 #[derive(Debug, Default, Clone)]
@@ -94,6 +105,11 @@ impl Knowledge {
             k.start = k.start.or(start);
             for ev in &s.log_events {
                 k.apply(ev, obs.at);
+            }
+            for logs in &s.sessions {
+                if let Some(r) = k.debug.get_mut(&logs.session_id) {
+                    r.logs = Some(logs.clone());
+                }
             }
             k.prune(obs.at);
             all.extend(s.log_events.iter().cloned());
@@ -151,6 +167,51 @@ impl ServerKnowledge {
                 holding,
                 ..
             } => self.ended_with_http(http_session, HttpEnd::StreamLost, holding, ev, at),
+            LogEventKind::Stage {
+                session_id: Some(sid),
+                stage,
+            } => self.stage(sid, stage.clone(), ev),
+            LogEventKind::AdapterSpawned {
+                pid,
+                session_id: Some(sid),
+            } => {
+                // A new adapter is a new start.
+                let r = self.debug.entry(sid.clone()).or_default();
+                r.stages.clear();
+                self.stage(sid, Stage::AdapterSpawned { pid: *pid }, ev);
+            }
+            _ => {}
+        }
+    }
+
+    /// One step of a session's start; a connect attempt replaces the previous one unless that
+    /// was the first (the strip shows where the attempts began and where they are).
+    fn stage(&mut self, sid: &str, stage: Stage, ev: &LogEvent) {
+        let r = self.debug.entry(sid.to_owned()).or_default();
+        if let Some(at) = ev.at {
+            r.last_event = Some(SignOfLife {
+                at,
+                file: ev.file.clone(),
+                line: ev.line,
+                text: format!("start: {stage}"),
+            });
+        }
+        let mark = StageMark {
+            stage,
+            at: ev.at,
+            file: ev.file.clone(),
+            line: ev.line,
+        };
+        let retry = matches!(mark.stage, Stage::ConnectAttempt { attempt, .. } if attempt > 2);
+        let full = r.stages.len() >= MAX_STAGES;
+        match r.stages.last_mut() {
+            Some(last)
+                if retry
+                    && matches!(last.stage, Stage::ConnectAttempt { attempt, .. } if attempt > 1) =>
+            {
+                *last = mark;
+            }
+            _ if !full => r.stages.push(mark),
             _ => {}
         }
     }
@@ -204,13 +265,31 @@ impl ServerKnowledge {
     fn debug_fact(&mut self, id: String, fact: Fact, ev: &LogEvent, at: DateTime<Utc>) {
         let server_said = ev.origin == LogOrigin::Server;
         let r = self.debug.entry(id).or_default();
+        if let Some(at) = ev.at {
+            r.last_event = Some(SignOfLife {
+                at,
+                file: ev.file.clone(),
+                line: ev.line,
+                text: fact.text.clone(),
+            });
+        }
         match &fact.what {
             What::SessionCreated if server_said => {
                 r.created = true;
-                r.state.get_or_insert(SessionState::Created);
+                if r.state.is_none() {
+                    r.state = Some(SessionState::Created);
+                    r.state_at = Some(at);
+                }
             }
             What::SessionCreated => {}
-            What::StateChanged { to, .. } => r.state = Some(*to),
+            What::StateChanged { to, .. } => {
+                if r.state != Some(*to) {
+                    r.state_at = Some(at);
+                }
+                r.state = Some(*to);
+            }
+            // Stages have their own list; the facts keep what the tree shows.
+            What::Stage { .. } => return,
             What::MarkedStopped | What::Closed if server_said && r.ended.is_none() => {
                 r.ended = Some(at);
                 r.ended_by = Some(fact.clone());

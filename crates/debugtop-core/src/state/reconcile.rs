@@ -11,9 +11,9 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::knowledge::{DebugRec, Knowledge, ServerKnowledge};
 use crate::model::{
-    proc_node_id, DebugSession, Fact, FactSource, Health, HealthError, HttpSession, LogsRead,
-    NodeKind, NodeStatus, Observation, Proc, Role, SelfInfo, ServerInfo, ServerObservation,
-    SourceKind, SourceState, SourceStatus, TreeNode, What,
+    proc_node_id, DebugSession, DebuggeeState, Fact, FactSource, Health, HealthError, HttpSession,
+    LogsRead, NodeKind, NodeStatus, Observation, Proc, Role, SelfInfo, ServerInfo,
+    ServerObservation, SessionProgress, SourceKind, SourceState, SourceStatus, TreeNode, What,
 };
 
 /// How long an ended session with no process left stays listed.
@@ -460,6 +460,32 @@ fn debug_session(server: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Proc]) ->
         worker_finished: rec.and_then(|r| r.worker_finished.as_ref().map(|(_, f)| f.clone())),
         worker_finished_at: rec.and_then(|r| r.worker_finished.as_ref().map(|(at, _)| *at)),
         facts: rec.map(|r| r.facts.clone()).unwrap_or_default(),
+        progress: progress(rec, ps),
+    }
+}
+
+/// How far the session got, from its records and its processes.
+fn progress(rec: Option<&DebugRec>, ps: &[&Proc]) -> SessionProgress {
+    let logs = rec.and_then(|r| r.logs.as_ref());
+    let last_line = logs.and_then(|l| l.last_line.clone());
+    let last_event = rec.and_then(|r| r.last_event.clone());
+    let last_sign = match (last_line, last_event) {
+        (Some(a), Some(b)) => Some(if b.at > a.at { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    SessionProgress {
+        state_since: rec.and_then(|r| r.state_at),
+        last_sign,
+        stages: rec.map(|r| r.stages.clone()).unwrap_or_default(),
+        trace: logs.and_then(|l| l.trace.clone()),
+        debuggee: ps
+            .iter()
+            .find(|p| p.role == Role::Debuggee && p.state.is_alive())
+            .map(|p| DebuggeeState {
+                pid: p.pid,
+                state: p.state,
+                tracer_pid: p.tracer_pid,
+            }),
     }
 }
 

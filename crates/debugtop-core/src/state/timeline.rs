@@ -361,7 +361,11 @@ fn log_event(l: &LogEvent, now: DateTime<Utc>) -> Option<TimelineEvent> {
         _ => None,
     };
     let text = format!("{subject}: {}", fact.text);
-    let mut e = TimelineEvent::new(l.at.unwrap_or(now), TimelineKind::Log, text);
+    let kind = match fact.what {
+        crate::model::What::Stage { .. } => TimelineKind::Stage,
+        _ => TimelineKind::Log,
+    };
+    let mut e = TimelineEvent::new(l.at.unwrap_or(now), kind, text);
     e.session_id = session;
     e.source = Some(FactSource::Log {
         file: l.file.clone(),

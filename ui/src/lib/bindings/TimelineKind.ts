@@ -3,4 +3,4 @@
 /**
  * What kind of event.
  */
-export type TimelineKind = "process-appeared" | "process-exited" | "state-changed" | "session-appeared" | "session-ended" | "finding-raised" | "finding-cleared" | "log";
+export type TimelineKind = "process-appeared" | "process-exited" | "state-changed" | "session-appeared" | "session-ended" | "finding-raised" | "finding-cleared" | "log" | "stage";

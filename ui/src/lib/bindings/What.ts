@@ -3,6 +3,7 @@ import type { ExitHow } from "./ExitHow";
 import type { HttpEnd } from "./HttpEnd";
 import type { ServerMode } from "./ServerMode";
 import type { SessionState } from "./SessionState";
+import type { Stage } from "./Stage";
 
 /**
  * What is known.
@@ -51,7 +52,11 @@ pid: number, } | { "type": "adapter-spawned",
 /**
  * Its pid.
  */
-pid: number, } | { "type": "worker-force-killed" } | { "type": "worker-exited", 
+pid: number, } | { "type": "stage", 
+/**
+ * The step.
+ */
+stage: Stage, } | { "type": "worker-force-killed" } | { "type": "worker-exited", 
 /**
  * How.
  */

@@ -16,6 +16,7 @@ mod hosts;
 mod processes;
 mod servers;
 mod sessions;
+pub mod stuck;
 mod workers;
 
 use std::collections::BTreeMap;
@@ -49,6 +50,8 @@ pub struct VerdictConfig {
     pub spin_cpu: f32,
     /// Confirmation mode.
     pub mode: Mode,
+    /// When a session counts as stuck.
+    pub stuck: stuck::StuckThresholds,
 }
 
 impl Default for VerdictConfig {
@@ -57,6 +60,7 @@ impl Default for VerdictConfig {
             grace: DEFAULT_GRACE,
             spin_cpu: 25.0,
             mode: Mode::Live,
+            stuck: stuck::StuckThresholds::default(),
         }
     }
 }
@@ -73,6 +77,9 @@ pub struct Candidate {
     /// Must hold for the grace whatever the mode: what it describes also happens, briefly, in
     /// a healthy run (a stdio server that just lost its host exits on EOF within seconds).
     pub hold_grace: bool,
+    /// Must hold this long from when it was first seen (live mode; an audit takes two
+    /// samples): a threshold of its own, longer than the grace.
+    pub hold: Option<chrono::Duration>,
 }
 
 impl Candidate {
@@ -83,6 +90,15 @@ impl Candidate {
             evidence_at: None,
             two_samples: false,
             hold_grace: false,
+            hold: None,
+        }
+    }
+
+    /// A condition that must hold for `hold` from when it is first seen.
+    pub fn held(finding: Finding, hold: chrono::Duration) -> Self {
+        Self {
+            hold: Some(hold),
+            ..Self::new(finding)
         }
     }
 
@@ -187,6 +203,7 @@ pub const RULES: &[(FindingKind, Rule)] = &[
         FindingKind::ServerUnresponsive,
         servers::server_unresponsive,
     ),
+    (FindingKind::StuckSession, stuck::stuck_session),
 ];
 
 /// Runs the rules step after step, remembering since when each condition holds.
@@ -257,6 +274,12 @@ impl Evaluator {
         let seen_before = first.is_some();
         if c.two_samples {
             return seen_before;
+        }
+        if let Some(hold) = c.hold {
+            return match self.config.mode {
+                Mode::Live => first.is_some_and(|f| now - f >= hold.max(grace)),
+                Mode::Audit => seen_before,
+            };
         }
         if c.hold_grace {
             return first.is_some_and(|f| now - f >= grace);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::model::{
     Finding, FindingKind, HealthError, Language, LogEventKind as K, LogOrigin, Observation,
-    ProcState, Role, Severity,
+    ProcState, Role, Severity, Stage,
 };
 use crate::state::{State, StateConfig};
 use crate::testing::{at, ObservationBuilder as Obs, ProcBuilder as P};
@@ -824,4 +824,188 @@ fn one_bulk_plan_for_a_kind_of_one_server_and_for_several_ids() {
         ],
     };
     assert!(plan_for(&stale, &findings, &live, KillOptions::default()).is_err());
+}
+
+fn go(o: impl IntoIterator<Item = Obs>) -> Vec<Finding> {
+    run(o.into_iter().map(Obs::build))
+}
+
+/// A session of server 100 whose worker (200) and adapter (300) run, in `state` since `since`,
+/// whose worker logged `stages` (seconds from the start).
+fn starting(t: i64, state: &str, since: i64, stages: &[(i64, Stage)]) -> Obs {
+    let mut o = created(Obs::at(t), 1, -3600, "s-1")
+        .log(
+            2,
+            since,
+            LogOrigin::Server,
+            K::StateChanged {
+                session_id: "s-1".into(),
+                from: "created".into(),
+                to: state.into(),
+            },
+        )
+        .proc(worker(200, "s-1").build())
+        .proc(P::new(300, Role::Adapter).ppid(200).session("s-1").build());
+    for (i, (at, stage)) in stages.iter().enumerate() {
+        o = o.log(
+            10 + i as u64,
+            *at,
+            LogOrigin::Proxy,
+            K::Stage {
+                session_id: Some("s-1".into()),
+                stage: stage.clone(),
+            },
+        );
+    }
+    o
+}
+
+fn handshake_to(n: usize, at: i64) -> Vec<(i64, Stage)> {
+    use crate::model::StartRequest as R;
+    let all = [
+        Stage::ConnectAttempt {
+            attempt: 1,
+            of: 60,
+            address: "127.0.0.1:4711".into(),
+        },
+        Stage::Connected,
+        Stage::Sent {
+            request: R::Initialize,
+        },
+        Stage::Answered {
+            request: R::Initialize,
+        },
+        Stage::Sent { request: R::Launch },
+        Stage::Sent {
+            request: R::ConfigurationDone,
+        },
+        Stage::Answered {
+            request: R::ConfigurationDone,
+        },
+        Stage::Stopped {
+            reason: "entry".into(),
+        },
+    ];
+    all.into_iter().take(n).map(|s| (at, s)).collect()
+}
+
+fn stuck_of(f: &[Finding]) -> Option<&Finding> {
+    f.iter().find(|f| f.kind == FindingKind::StuckSession)
+}
+
+#[test]
+fn stuck_session_on_a_pending_initialize_past_ten_seconds_not_before() {
+    let f = go([starting(0, "initializing", -12, &handshake_to(3, -11))]);
+    let s = stuck_of(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    assert_eq!(s.severity, Severity::Warning);
+    let ev = s.evidence.join("\n");
+    assert!(
+        ev.contains("initialize request pending for 11 s; adapter 300 alive, connected at"),
+        "{ev}"
+    );
+    assert!(ev.contains("(proxy-s.log:11)"), "{ev}");
+    assert_eq!(
+        s.plan.as_ref().map(|p| p.targets[0].pid),
+        Some(300),
+        "the adapter chain"
+    );
+    // Past the server's own 30 s: critical.
+    let f = go([starting(0, "initializing", -31, &handshake_to(3, -30))]);
+    assert_eq!(stuck_of(&f).map(|s| s.severity), Some(Severity::Critical));
+    // Near miss: the same stage at 8 s is a normal (slow) start.
+    let f = go([starting(0, "initializing", -8, &handshake_to(3, -8))]);
+    assert!(stuck_of(&f).is_none(), "{f:#?}");
+}
+
+#[test]
+fn stuck_session_on_connect_attempts_and_not_once_connected_through() {
+    let mut stages = handshake_to(1, -11);
+    stages.push((
+        0,
+        Stage::ConnectAttempt {
+            attempt: 48,
+            of: 60,
+            address: "127.0.0.1:4711".into(),
+        },
+    ));
+    let f = go([starting(0, "initializing", -11, &stages)]);
+    let ev = stuck_of(&f)
+        .map(|s| s.evidence.join("\n"))
+        .unwrap_or_default();
+    assert!(
+        ev.contains("connect attempt 48/60 to 127.0.0.1:4711"),
+        "{ev}"
+    );
+    assert!(ev.contains("the first at"), "{ev}");
+    // Near misses: a start through to its first stop, or past configurationDone (running
+    // without a stop on entry), however long ago, while the server still says initializing.
+    for n in [7, 8] {
+        let f = go([starting(0, "initializing", -600, &handshake_to(n, -599))]);
+        assert!(stuck_of(&f).is_none(), "{n} stages: {f:#?}");
+    }
+    // Near miss: no line of the worker's (an older server, a log not read): nothing proves a
+    // stall, whatever the server's state says.
+    let f = go([starting(0, "initializing", -600, &[])]);
+    assert!(stuck_of(&f).is_none(), "{f:#?}");
+}
+
+#[test]
+fn stuck_session_on_an_unanswered_request_never_on_a_long_pause() {
+    let paused = |pending: &[(&str, i64)]| {
+        starting(0, "paused", -3600, &handshake_to(8, -3601)).trace("s-1", pending)
+    };
+    let f = go([paused(&[("evaluate", -15)])]);
+    let ev = stuck_of(&f)
+        .map(|s| s.evidence.join("\n"))
+        .unwrap_or_default();
+    assert!(
+        ev.contains("DAP request evaluate (seq 1)") && ev.contains("unanswered for 15 s"),
+        "{ev}"
+    );
+    assert!(
+        stuck_of(&f).is_some_and(|s| s.plan.is_none()),
+        "close, not kill"
+    );
+    // Near misses: paused for an hour with nothing waiting, or a request 5 s old.
+    for pending in [&[][..], &[("evaluate", -5)][..]] {
+        let f = go([paused(pending)]);
+        assert!(stuck_of(&f).is_none(), "{pending:?}: {f:#?}");
+    }
+}
+
+#[test]
+fn stuck_session_when_a_running_debuggee_is_stopped_by_a_signal_not_by_its_debugger() {
+    let running = |t: i64, state: ProcState, tracer: Option<u32>| {
+        let mut d = P::new(400, Role::Debuggee)
+            .ppid(300)
+            .session("s-1")
+            .state(state);
+        if let Some(tr) = tracer {
+            d = d.traced_by(tr);
+        }
+        starting(t, "running", -100, &handshake_to(7, -100)).proc(d.build())
+    };
+    let f = go([
+        running(0, ProcState::Stopped, None),
+        running(11, ProcState::Stopped, None),
+    ]);
+    let s = stuck_of(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(
+        s.evidence[0].contains("debuggee 400 is stopped by a signal"),
+        "{:?}",
+        s.evidence
+    );
+    assert!(s.suggested_action.contains("kill -CONT 400") && s.plan.is_none());
+    // Near misses: not yet for the threshold; stopped by its debugger (`t`, traced); a
+    // session paused by the user whose debuggee is stopped.
+    let f = go([
+        running(0, ProcState::Stopped, None),
+        running(5, ProcState::Stopped, None),
+    ]);
+    assert!(stuck_of(&f).is_none(), "{f:#?}");
+    let f = go([
+        running(0, ProcState::TracingStop, Some(300)),
+        running(11, ProcState::TracingStop, Some(300)),
+    ]);
+    assert!(stuck_of(&f).is_none(), "{f:#?}");
 }
