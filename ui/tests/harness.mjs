@@ -125,10 +125,13 @@ export async function mutationsDuring(page, selectors, act, arg) {
     async ([selectors, act, arg]) => {
       const counts = {};
       const observers = selectors.map((sel) => {
-        counts[sel] = { added: 0, removed: 0, text: 0, attrs: 0 };
+        counts[sel] = { added: 0, removed: 0, text: 0, attrs: 0, clock: 0 };
         const mo = new MutationObserver((ms) => {
           for (const m of ms) {
-            if (m.type === 'childList') {
+            // Labels that follow the clock (a session's age) are counted apart.
+            const el = m.target.nodeType === 3 ? m.target.parentElement : m.target;
+            if (el?.closest('[data-clock]')) counts[sel].clock += 1;
+            else if (m.type === 'childList') {
               counts[sel].added += m.addedNodes.length;
               counts[sel].removed += m.removedNodes.length;
             } else if (m.type === 'characterData') counts[sel].text += 1;

@@ -476,6 +476,46 @@ test('the empty state offers a remote target beside connect, demo and open', asy
 
 // The incremental protocol: the backend sends the whole snapshot once, then changes.
 
+test('a stuck session: its row says stalled and its age, the detail shows the stage strip and what waits', async () => {
+  const stuck = clone(sample);
+  const d = stuck.debug_sessions.find((x) => x.progress.stages.length > 0);
+  d.state = 'initializing';
+  d.progress.stages = d.progress.stages.slice(0, 4);
+  d.progress.trace.pending = [{ command: 'initialize', seq: 1, sent_at: d.progress.stages[3].at, asker: 'worker' }];
+  stuck.findings.push({
+    ...clone(stuck.findings[0]),
+    id: `stuck-session:${d.id}`,
+    kind: 'stuck-session',
+    severity: 'warning',
+    pids: [],
+    session_id: d.id,
+    evidence: ['initialize request pending for 60 s; adapter 1101 alive'],
+    plan: null,
+  });
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, stuck, 1);
+  const row = page.locator(`[data-id="debug:${d.id}"]`);
+  await row.waitFor();
+  assert.match(await row.locator('[data-testid=stall-marker]').textContent(), /stalled/);
+  assert.match(await row.locator('[data-testid=session-age]').textContent(), /59 s/);
+  await row.click();
+  const strip = page.locator('[data-testid=stage-strip] li');
+  const stages = await strip.allTextContents();
+  assert.equal(stages.length, 5, stages.join(' | '));
+  assert.match(stages[0], /adapter 1101 spawned/);
+  assert.match(stages[2], /connected\s*\+0\.100 s/);
+  assert.match(stages[4], /initialize pending/);
+  assert.match(await page.textContent('[data-testid=pending-requests]'), /initialize \(seq 1, asked by the worker\) — 1 min 0 s/);
+  assert.match(await page.textContent('[data-testid=last-sign]'), /stopped reason=entry/);
+  // A healthy session has the whole strip and nothing pending.
+  await push(page, sample, 2);
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=stage-strip] li').length === 10);
+  assert.equal(await page.locator('[data-testid=stage-pending]').count(), 0);
+  assert.equal(await page.locator('[data-testid=stall-marker]').count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('an idle tick (only the clock moved) renders nothing', async () => {
   const { page, errors } = await open(browser, srv.url);
   await push(page, sample, 1);
@@ -488,8 +528,10 @@ test('an idle tick (only the clock moved) renders nothing', async () => {
     (c) => window.__push('subscribe:onUpdate', { type: 'changes', ...c }),
     { seq: 2, base: 1, taken_at: later },
   );
-  for (const [sel, c] of Object.entries(counts)) {
+  for (const [sel, { clock, ...c }] of Object.entries(counts)) {
     assert.deepEqual(c, { added: 0, removed: 0, text: 0, attrs: 0 }, `${sel} changed on an idle tick`);
+    // Only the labels that follow the clock may move: a session's age, one per session row.
+    assert.ok(clock <= 2, `${sel}: ${clock} clock labels changed`);
   }
   assert.match(await page.textContent('[data-testid=status]'), /tick 2/);
   assert.ok(!(await page.evaluate(() => window.__ipc.calls.some((c) => c.cmd === 'resync'))));

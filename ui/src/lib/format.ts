@@ -1,4 +1,5 @@
 // Pure formatting helpers (no DOM): numbers and times as people read them.
+import type { Stage } from './bindings/Stage';
 import type { FdKind } from './bindings/FdKind';
 import type { McpEvidence } from './bindings/McpEvidence';
 import type { Proc } from './bindings/Proc';
@@ -121,3 +122,23 @@ export const HOST_TITLE: Record<string, string> = {
 
 /** A shape beside each severity's colour, so it reads without colour (red-green blindness). */
 export const SEVERITY_MARK: Record<string, string> = { critical: '▲', warning: '◆', info: '●' };
+
+/** A stage of a session's start in words (the same words as the core's). */
+export function stageWord(s: Stage): string {
+  switch (s.stage) {
+    case 'adapter-spawned':
+      return `adapter ${s.pid} spawned`;
+    case 'connect-attempt':
+      return `connect attempt ${s.attempt}/${s.of} to ${s.address}`;
+    case 'connect-failed':
+      return `gave up connecting after ${s.attempts} attempts`;
+    case 'connected':
+      return 'connected';
+    case 'sent':
+      return `${s.request} sent`;
+    case 'answered':
+      return `${s.request} answered`;
+    case 'stopped':
+      return `stopped (${s.reason})`;
+  }
+}

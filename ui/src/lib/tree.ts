@@ -29,16 +29,22 @@ export function innerWord(p: Proc | undefined): string | null {
 
 const SEVERITY_RANK: Record<string, number> = { info: 0, warning: 1, critical: 2 };
 
-export function findingsByPid(findings: Finding[]): Map<number, Finding> {
-  const m = new Map<number, Finding>();
+/** The worst finding per pid, and per debug session (`s:<id>`) for the findings about a
+ * session itself (a stuck session, one without a worker). */
+export function findingsByPid(findings: Finding[]): Map<number | string, Finding> {
+  const m = new Map<number | string, Finding>();
+  const keep = (k: number | string, f: Finding) => {
+    const prev = m.get(k);
+    if (!prev || SEVERITY_RANK[f.severity] > SEVERITY_RANK[prev.severity]) m.set(k, f);
+  };
   for (const f of findings) {
-    for (const pid of f.pids) {
-      const prev = m.get(pid);
-      if (!prev || SEVERITY_RANK[f.severity] > SEVERITY_RANK[prev.severity]) m.set(pid, f);
-    }
+    for (const pid of f.pids) keep(pid, f);
+    if (f.session_id && SESSION_KINDS.has(f.kind)) keep(`s:${f.session_id}`, f);
   }
   return m;
 }
+
+const SESSION_KINDS = new Set(['stuck-session', 'session-without-worker']);
 
 export function procsByPid(procs: Proc[]): Map<number, Proc> {
   return new Map(procs.map((p) => [p.pid, p]));
@@ -83,7 +89,7 @@ export function flatten(
   forest: TreeNode[],
   collapsed: Set<string>,
   filter: string,
-  findings: Map<number, Finding>,
+  findings: Map<number | string, Finding>,
   procs: Map<number, Proc>,
 ): Row[] {
   const q = filter.trim().toLowerCase();
@@ -107,7 +113,12 @@ export function flatten(
       node: n,
       hasChildren: n.children.length > 0,
       expanded,
-      finding: n.pid != null ? (findings.get(n.pid) ?? null) : null,
+      finding:
+        n.pid != null
+          ? (findings.get(n.pid) ?? null)
+          : n.kind === 'debug-session' && n.session_id
+            ? (findings.get(`s:${n.session_id}`) ?? null)
+            : null,
       cpu,
       rss,
       hidden,
@@ -137,7 +148,7 @@ export function sortRows(
   forest: TreeNode[],
   collapsed: Set<string>,
   filter: string,
-  findings: Map<number, Finding>,
+  findings: Map<number | string, Finding>,
   procs: Map<number, Proc>,
   key: SortKey,
 ): Row[] {

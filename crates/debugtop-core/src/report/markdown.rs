@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::model::{Finding, NodeKind, Severity, Snapshot, SourceState, TreeNode};
+use crate::model::{
+    DebugSession, Finding, FindingKind, NodeKind, Severity, Snapshot, SourceState, TreeNode,
+};
 
 /// Timeline rows shown (the newest).
 pub const TIMELINE_ROWS: usize = 40;
@@ -32,6 +34,7 @@ fn write_report(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     writeln!(o, "**Summary:** {}", summary(s))?;
     writeln!(o)?;
     findings(s, o)?;
+    stuck_sessions(s, o)?;
     tree(s, o)?;
     timeline(s, o)?;
     excerpts(s, o)?;
@@ -82,6 +85,105 @@ fn finding(f: &Finding, o: &mut String) -> std::fmt::Result {
         write!(o, " — `debugtop-cli kill {}`", f.id)?;
     }
     writeln!(o)?;
+    writeln!(o)
+}
+
+/// The sessions a `stuck-session` finding names: how far each start got, stage by stage, what
+/// it waits for, its last sign of life and its debuggee.
+fn stuck_sessions(s: &Snapshot, o: &mut String) -> std::fmt::Result {
+    let stuck: Vec<&DebugSession> = s
+        .debug_sessions
+        .iter()
+        .filter(|d| {
+            s.findings.iter().any(|f| {
+                f.kind == FindingKind::StuckSession && f.session_id.as_deref() == Some(&d.id)
+            })
+        })
+        .collect();
+    if stuck.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "## Stuck sessions")?;
+    writeln!(o)?;
+    for d in stuck {
+        stuck_session(s, d, o)?;
+    }
+    Ok(())
+}
+
+fn stuck_session(s: &Snapshot, d: &DebugSession, o: &mut String) -> std::fmt::Result {
+    let p = &d.progress;
+    let age = |at: chrono::DateTime<chrono::Utc>| {
+        format!(
+            "{:.0} s",
+            (s.taken_at - at).num_milliseconds() as f64 / 1000.0
+        )
+    };
+    let state = d.state.map(|x| x.to_string()).unwrap_or_else(|| "?".into());
+    let since = p
+        .state_since
+        .map(|at| format!(" for {} (since {})", age(at), at.format("%H:%M:%S%.3f")))
+        .unwrap_or_default();
+    let name = d
+        .name
+        .as_deref()
+        .map(|n| format!(" ({})", esc(n)))
+        .unwrap_or_default();
+    writeln!(
+        o,
+        "### Session `{}`{name} — {state}{since}",
+        code_inline(&d.id)
+    )?;
+    writeln!(o)?;
+    if !p.stages.is_empty() {
+        writeln!(o, "| stage | at | source |")?;
+        writeln!(o, "|---|---|---|")?;
+        for m in &p.stages {
+            let at =
+                m.at.map(|a| a.format("%H:%M:%S%.3f").to_string())
+                    .unwrap_or_default();
+            let file = m.file.rsplit('/').next().unwrap_or(&m.file);
+            writeln!(
+                o,
+                "| {} | {at} | {}:{} |",
+                esc(&m.stage.to_string()),
+                esc(file),
+                m.line
+            )?;
+        }
+        writeln!(o)?;
+    }
+    for r in p.trace.iter().flat_map(|t| &t.pending) {
+        writeln!(
+            o,
+            "- waiting: DAP `{}` (seq {}) sent at {}, for {}",
+            code_inline(&r.command),
+            r.seq,
+            r.sent_at.format("%H:%M:%S%.3f"),
+            age(r.sent_at)
+        )?;
+    }
+    if let Some(l) = &p.last_sign {
+        writeln!(o, "- last sign of life {} ago: {}", age(l.at), esc(&l.text))?;
+    }
+    if let Some(g) = &p.debuggee {
+        let tracer = g
+            .tracer_pid
+            .map(|t| format!(", traced by {t}"))
+            .unwrap_or_default();
+        let what = match g.state {
+            crate::model::ProcState::TracingStop => " (stopped by its debugger)",
+            crate::model::ProcState::Stopped => " (stopped by a signal)",
+            crate::model::ProcState::DiskSleep => " (uninterruptible sleep)",
+            _ => "",
+        };
+        writeln!(
+            o,
+            "- debuggee {}: state {}{what}{tracer}",
+            g.pid,
+            g.state.letter()
+        )?;
+    }
     writeln!(o)
 }
 
@@ -386,6 +488,36 @@ mod tests {
     #[test]
     fn report_of_a_fixed_model() {
         insta::assert_snapshot!(render(&sample_snapshot()));
+    }
+
+    #[test]
+    fn a_stuck_session_has_its_stages_waiting_requests_and_last_sign_of_life() {
+        let mut s = sample_snapshot();
+        let d = s
+            .debug_sessions
+            .iter_mut()
+            .find(|d| !d.progress.stages.is_empty())
+            .unwrap();
+        d.progress.stages.truncate(4);
+        if let Some(t) = d.progress.trace.as_mut() {
+            t.pending.push(crate::model::PendingRequest {
+                command: "initialize".into(),
+                seq: 1,
+                sent_at: d.progress.stages[3].at.unwrap(),
+                asker: crate::model::Asker::Worker,
+            });
+        }
+        let id = d.id.clone();
+        let mut f = s.findings[0].clone();
+        f.kind = FindingKind::StuckSession;
+        f.session_id = Some(id);
+        s.findings.push(f);
+        let md = render(&s);
+        let section = md.split("## Stuck sessions").nth(1).unwrap();
+        let section = section.split("## Process tree").next().unwrap();
+        insta::assert_snapshot!(section);
+        // Without a stuck-session finding there is no section.
+        assert!(!render(&sample_snapshot()).contains("## Stuck sessions"));
     }
 
     #[test]
