@@ -354,3 +354,86 @@ async fn exports_redact_the_real_debugpy_access_token() {
         .any(|p| p.argv.iter().any(|a| a == "--adapter-access-token")));
     client.close().await;
 }
+
+/// A real session whose adapter (the test's own) never answers `initialize`: `audit` reports
+/// `stuck-session` like any finding, its report names the pending request, and `snapshot`
+/// carries the session's stages and waiting requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_reports_a_stuck_session_and_the_snapshot_carries_its_stages() {
+    let server = Server::start(60_000);
+    let client = std::sync::Arc::new(Client::connect(&server.url()).await);
+    let r = client
+        .call(
+            "create_debug_session",
+            serde_json::json!({"language": "python", "name": "stalled", "executablePath": fixture("stall/accept-never-answer")}),
+        )
+        .await;
+    let id = r["sessionId"].as_str().unwrap().to_owned();
+    let start = {
+        let (c, id) = (std::sync::Arc::clone(&client), id.clone());
+        tokio::spawn(async move { c.start(&id, &fixture("py-app/loop.py")).await })
+    };
+    // Past a 3 s threshold, well before the server's own 30 s.
+    tokio::time::sleep(std::time::Duration::from_secs(6)).await;
+    let out = tokio::task::spawn_blocking(|| {
+        cli()
+            .args(["audit", "--json", "--stuck-after", "3"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "stuck-session" && f["session_id"] == id.as_str())
+        .unwrap_or_else(|| panic!("no stuck-session: {doc:#}"))
+        .clone();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        f.to_string().contains("initialize request pending"),
+        "{f:#}"
+    );
+    let text = tokio::task::spawn_blocking(|| {
+        cli()
+            .args(["audit", "--stuck-after", "3"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("stuck-session"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    let snap = tokio::task::spawn_blocking(|| cli().arg("snapshot").output().unwrap())
+        .await
+        .unwrap();
+    let snap: Value = serde_json::from_slice(&snap.stdout).unwrap();
+    let d = snap["debug_sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["id"] == id.as_str())
+        .unwrap()
+        .clone();
+    let stages: Vec<&str> = d["progress"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["stage"]["stage"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        stages,
+        ["adapter-spawned", "connect-attempt", "connected", "sent"],
+        "{d:#}"
+    );
+    assert_eq!(
+        d["progress"]["trace"]["pending"][0]["command"],
+        "initialize"
+    );
+    start.abort();
+}
