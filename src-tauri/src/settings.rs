@@ -17,6 +17,9 @@ pub struct Settings {
     pub interval_ms: u64,
     /// Verdict grace in seconds.
     pub grace_secs: f64,
+    /// Seconds after which a stalled session (a start on one step, an unanswered DAP request,
+    /// a running debuggee stopped by a signal) is a stuck session.
+    pub stuck_after_secs: f64,
     /// Servers given by URL (`/health` only).
     pub extra_servers: Vec<String>,
     /// Show a desktop notification when a new critical finding appears.
@@ -35,6 +38,7 @@ impl Default for Settings {
         Self {
             interval_ms: 1000,
             grace_secs: 6.0,
+            stuck_after_secs: 10.0,
             extra_servers: Vec::new(),
             notify_critical: true,
             targets: Vec::new(),
@@ -51,6 +55,10 @@ impl Settings {
             self.grace_secs = 6.0;
         }
         self.grace_secs = self.grace_secs.clamp(0.0, 3600.0);
+        if !self.stuck_after_secs.is_finite() {
+            self.stuck_after_secs = 10.0;
+        }
+        self.stuck_after_secs = self.stuck_after_secs.clamp(1.0, 3600.0);
         self.extra_servers
             .retain(|u| u.starts_with("http://") && u.len() < 512);
         self.extra_servers.truncate(32);
@@ -70,6 +78,7 @@ impl Settings {
     /// The audit these settings ask for (the same mapping the CLI's flags go through).
     pub fn audit_config(&self) -> AuditConfig {
         AuditConfig::new(self.grace_secs, self.extra_servers.clone())
+            .stuck_after(self.stuck_after_secs)
     }
 
     /// The sampler these settings ask for.
@@ -81,6 +90,7 @@ impl Settings {
         };
         c.sources = audit.sources();
         c.state.verdicts.grace = audit.grace;
+        c.state.verdicts.stuck = audit.stuck;
         c
     }
 

@@ -255,6 +255,10 @@ test('settings: grace and notifications are saved through the backend', async ()
   const call = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'set_settings').args.settings);
   assert.equal(call.grace_secs, 15);
   assert.equal(call.interval_ms, 1000, 'the other settings are kept');
+  await page.selectOption('[data-testid=stuck-after]', '30');
+  await page.waitForFunction(() => window.__ipc.calls.filter((c) => c.cmd === 'set_settings').length === 2);
+  const second = await page.evaluate(() => window.__ipc.calls.filter((c) => c.cmd === 'set_settings')[1].args.settings);
+  assert.equal(second.stuck_after_secs, 30);
   await page.close();
 });
 
