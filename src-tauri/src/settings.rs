@@ -130,6 +130,7 @@ mod tests {
         let s = Settings {
             interval_ms: 5,
             grace_secs: f64::NAN,
+            stuck_after_secs: 0.0,
             extra_servers: vec!["http://127.0.0.1:3001".into(), "javascript:alert(1)".into()],
             notify_critical: false,
             targets: vec![
@@ -143,6 +144,11 @@ mod tests {
         let back = Settings::load(&p);
         assert_eq!(back.interval_ms, 100);
         assert_eq!(back.grace_secs, 6.0);
+        assert_eq!(back.stuck_after_secs, 1.0);
+        assert_eq!(
+            back.sampler_config().state.verdicts.stuck.start,
+            std::time::Duration::from_secs(1)
+        );
         assert_eq!(back.extra_servers, ["http://127.0.0.1:3001"]);
         assert_eq!(back.targets, ["ssh:box".parse::<Target>().unwrap()]);
         assert_eq!(

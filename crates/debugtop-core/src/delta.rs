@@ -14,11 +14,9 @@ use crate::model::{
 /// The tree as rows in depth-first order, each without its children.
 pub fn rows(tree: &[TreeNode]) -> Vec<TreeRow> {
     fn walk(n: &TreeNode, parent: Option<&str>, out: &mut Vec<TreeRow>) {
-        let mut node = n.clone();
-        node.children = Vec::new();
         out.push(TreeRow {
             parent: parent.map(str::to_owned),
-            node,
+            node: n.without_children(),
         });
         for c in &n.children {
             walk(c, Some(&n.id), out);

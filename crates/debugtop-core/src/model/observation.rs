@@ -146,6 +146,12 @@ impl LiveTable {
         }
     }
 
+    /// The live processes of a table, taking it.
+    pub fn from_procs(mut procs: Vec<Proc>, me: SelfInfo) -> Self {
+        procs.retain(|p| p.exited_at.is_none() && p.state != super::process::ProcState::Dead);
+        Self { procs, me }
+    }
+
     /// The process with this pid.
     pub fn get(&self, pid: u32) -> Option<&Proc> {
         self.procs.iter().find(|p| p.pid == pid)

@@ -473,6 +473,18 @@ pub struct Proc {
     pub tracer_pid: Option<u32>,
 }
 
+impl Proc {
+    /// Takes `now`'s samples (CPU, memory, scheduler state: numbers and fixed words) into this
+    /// earlier copy of the same process; `true` if it then equals `now` whole — the copy is up
+    /// to date without a clone.
+    pub fn refresh_from(&mut self, now: &Proc) -> bool {
+        self.cpu_percent = now.cpu_percent;
+        self.rss_bytes = now.rss_bytes;
+        self.state = now.state;
+        *self == *now
+    }
+}
+
 /// An MCP host as its servers remember it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]

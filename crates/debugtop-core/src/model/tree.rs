@@ -144,6 +144,34 @@ impl TreeNode {
         }
     }
 
+    /// A copy of this node alone (its children not copied: `clone` would copy the subtree).
+    pub fn without_children(&self) -> Self {
+        let Self {
+            id,
+            kind,
+            label,
+            pid,
+            role,
+            state,
+            session_id,
+            status,
+            facts,
+            children: _,
+        } = self;
+        Self {
+            id: id.clone(),
+            kind: *kind,
+            label: label.clone(),
+            pid: *pid,
+            role: *role,
+            state: *state,
+            session_id: session_id.clone(),
+            status: *status,
+            facts: facts.clone(),
+            children: Vec::new(),
+        }
+    }
+
     /// Depth-first iterator over this node and its descendants.
     pub fn walk(&self) -> Vec<&TreeNode> {
         let mut out = vec![self];

@@ -116,8 +116,9 @@ impl LiveRedaction {
         let home = self.home.as_deref();
         redact_snapshot(s, home);
         s.processes = self.procs.apply(procs, home, Proc::id, |last, now| {
-            same_but_samples(&mut last.raw, now) && {
-                carry_samples(&mut last.redacted, now);
+            last.raw.refresh_from(now) && {
+                // Samples are numbers and fixed words: nothing to redact in them.
+                last.redacted.refresh_from(now);
                 true
             }
         });
@@ -168,20 +169,6 @@ impl LiveRedaction {
 
 fn unchanged<T: PartialEq>(last: &mut Pair<T>, now: &T) -> bool {
     last.raw == *now
-}
-
-/// Is `now` the process `before` was, apart from its samples? Brings `before`'s samples up to
-/// date to compare the rest with one `==`.
-fn same_but_samples(before: &mut Proc, now: &Proc) -> bool {
-    carry_samples(before, now);
-    *before == *now
-}
-
-/// The fields that change tick by tick and are numbers or fixed words, never free text.
-fn carry_samples(to: &mut Proc, from: &Proc) {
-    to.cpu_percent = from.cpu_percent;
-    to.rss_bytes = from.rss_bytes;
-    to.state = from.state;
 }
 
 #[cfg(test)]

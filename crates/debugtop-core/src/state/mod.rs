@@ -87,13 +87,15 @@ impl State {
     }
 
     /// One step: the observation in, the update out.
-    pub fn step(&mut self, obs: Observation) -> Update {
+    pub fn step(&mut self, mut obs: Observation) -> Update {
         self.seq += 1;
         self.timeline
             .observe_procs(obs.at, &obs.table.procs, &obs.exits);
         let events = self.knowledge.apply(&obs);
         let world = reconcile::build(&obs, self.timeline.tombs(), &self.knowledge);
-        self.live = LiveTable::new(&obs.table.procs, obs.me.clone());
+        // The table is not read again this step: the live table takes it instead of a copy.
+        let procs = std::mem::take(&mut obs.table.procs);
+        self.live = LiveTable::from_procs(procs, obs.me.clone());
         let findings = self.evaluator.evaluate(&world, &self.live);
         self.timeline.observe_world(&world, &findings, &events);
         let snapshot = self.snapshot(&world, findings, &obs);

@@ -13,6 +13,11 @@ interval_ms: number,
  */
 grace_secs: number, 
 /**
+ * Seconds after which a stalled session (a start on one step, an unanswered DAP request,
+ * a running debuggee stopped by a signal) is a stuck session.
+ */
+stuck_after_secs: number, 
+/**
  * Servers given by URL (`/health` only).
  */
 extra_servers: Array<string>, 
