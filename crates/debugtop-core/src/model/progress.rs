@@ -219,6 +219,20 @@ impl SessionProgress {
         self.stages.last()
     }
 
+    /// Has the start gone through: its first stop, or `configurationDone` answered (running
+    /// without a stop on entry)?
+    pub fn is_through(&self) -> bool {
+        self.stages.iter().any(|m| {
+            matches!(
+                m.stage,
+                Stage::Stopped { .. }
+                    | Stage::Answered {
+                        request: StartRequest::ConfigurationDone
+                    }
+            )
+        })
+    }
+
     /// The newest mark of a stage matching `f`.
     pub fn last_of(&self, f: impl Fn(&Stage) -> bool) -> Option<&StageMark> {
         self.stages.iter().rev().find(|m| f(&m.stage))

@@ -135,24 +135,7 @@ fn stuck_session(s: &Snapshot, d: &DebugSession, o: &mut String) -> std::fmt::Re
         code_inline(&d.id)
     )?;
     writeln!(o)?;
-    if !p.stages.is_empty() {
-        writeln!(o, "| stage | at | source |")?;
-        writeln!(o, "|---|---|---|")?;
-        for m in &p.stages {
-            let at =
-                m.at.map(|a| a.format("%H:%M:%S%.3f").to_string())
-                    .unwrap_or_default();
-            let file = m.file.rsplit('/').next().unwrap_or(&m.file);
-            writeln!(
-                o,
-                "| {} | {at} | {}:{} |",
-                esc(&m.stage.to_string()),
-                esc(file),
-                m.line
-            )?;
-        }
-        writeln!(o)?;
-    }
+    stage_table(p, o)?;
     for r in p.trace.iter().flat_map(|t| &t.pending) {
         writeln!(
             o,
@@ -183,6 +166,24 @@ fn stuck_session(s: &Snapshot, d: &DebugSession, o: &mut String) -> std::fmt::Re
             g.pid,
             g.state.letter()
         )?;
+    }
+    writeln!(o)
+}
+
+/// A session's start, one stage a row, with its time and log line.
+fn stage_table(p: &crate::model::SessionProgress, o: &mut String) -> std::fmt::Result {
+    if p.stages.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "| stage | at | source |")?;
+    writeln!(o, "|---|---|---|")?;
+    for m in &p.stages {
+        let at =
+            m.at.map(|a| a.format("%H:%M:%S%.3f").to_string())
+                .unwrap_or_default();
+        let file = m.file.rsplit('/').next().unwrap_or(&m.file);
+        let stage = esc(&m.stage.to_string());
+        writeln!(o, "| {stage} | {at} | {}:{} |", esc(file), m.line)?;
     }
     writeln!(o)
 }

@@ -16,8 +16,7 @@ use serde_json::Value;
 use super::dap_trace::{TraceReader, HEAD};
 use crate::error::{Error, Result};
 use crate::model::{
-    parse_pid, session_id, LogEvent, LogEventKind, LogOrigin, SignOfLife, Stage, StartRequest,
-    TailStats, TraceState,
+    parse_pid, session_id, LogEvent, LogEventKind, LogOrigin, SignOfLife, TailStats, TraceState,
 };
 
 /// Lines longer than this are skipped (and counted), never buffered whole.
@@ -85,7 +84,7 @@ impl LineParser {
         let session_id = self.file_session.clone()?;
         Some(LogEventKind::Stage {
             session_id: Some(session_id),
-            stage: stage(m)?,
+            stage: super::stages::stage(m)?,
         })
     }
 
@@ -156,104 +155,6 @@ impl LineParser {
             session_id: ns_session.or_else(|| self.file_session.clone()),
         })
     }
-}
-
-/// The worker's start lines (0.24.2's `ConnectionManager` and `Worker`).
-fn stage(m: &str) -> Option<Stage> {
-    use StartRequest::{Attach, ConfigurationDone, Initialize, Launch};
-    let cm = |rest: &str| {
-        m.strip_prefix("[ConnectionManager] ")
-            .is_some_and(|x| x.starts_with(rest))
-    };
-    let fixed = [
-        (
-            "DAP client connected to adapter successfully.",
-            Stage::Connected,
-        ),
-        (
-            "Sending DAP \"initialize\" request",
-            Stage::Sent {
-                request: Initialize,
-            },
-        ),
-        (
-            "DAP \"initialize\" request sent and response received.",
-            Stage::Answered {
-                request: Initialize,
-            },
-        ),
-        (
-            "Sending \"launch\" request",
-            Stage::Sent { request: Launch },
-        ),
-        (
-            "DAP \"launch\" request sent.",
-            Stage::Answered { request: Launch },
-        ),
-        (
-            "Sending \"attach\" request",
-            Stage::Sent { request: Attach },
-        ),
-        (
-            "DAP \"attach\" request sent.",
-            Stage::Answered { request: Attach },
-        ),
-        (
-            "Sending \"configurationDone\" to adapter.",
-            Stage::Sent {
-                request: ConfigurationDone,
-            },
-        ),
-        (
-            "\"configurationDone\" sent.",
-            Stage::Answered {
-                request: ConfigurationDone,
-            },
-        ),
-    ];
-    if let Some((_, st)) = fixed.into_iter().find(|(line, _)| cm(line)) {
-        return Some(st);
-    }
-    if let Some(rest) =
-        m.strip_prefix("[ConnectionManager] Attempting DAP client connect (attempt ")
-    {
-        let (counts, address) = rest.split_once(") to ")?;
-        let (attempt, of) = counts.split_once('/')?;
-        return Some(Stage::ConnectAttempt {
-            attempt: attempt.trim().parse().ok()?,
-            of: of.trim().parse().ok()?,
-            address: address.trim().chars().take(80).collect(),
-        });
-    }
-    if let Some(rest) = m.strip_prefix("[ConnectionManager] Failed to connect DAP client after ") {
-        return Some(Stage::ConnectFailed {
-            attempts: rest.split(' ').next()?.parse().ok()?,
-        });
-    }
-    // js-debug's start goes through the worker's command queue: `Sending '<cmd>' to adapter`,
-    // then `Completed command dap/<cmd> session=…` once the adapter answered.
-    let request = |c: &str| match c {
-        "initialize" => Some(Initialize),
-        "launch" => Some(Launch),
-        "attach" => Some(Attach),
-        "configurationDone" => Some(ConfigurationDone),
-        _ => None,
-    };
-    if let Some(rest) = m.strip_prefix("[Worker] Sending '") {
-        let (cmd, tail) = rest.split_once('\'')?;
-        return (tail == " to adapter")
-            .then_some(())
-            .and(request(cmd))
-            .map(|request| Stage::Sent { request });
-    }
-    if let Some(rest) = m.strip_prefix("[Worker] Completed command dap/") {
-        let cmd = rest.split(' ').next()?;
-        return request(cmd).map(|request| Stage::Answered { request });
-    }
-    let reason = m.strip_prefix("[Worker] DAP event: stopped reason=")?;
-    Some(Stage::Stopped {
-        reason: reason.split(' ').next()?.chars().take(40).collect(),
-    })
 }
 
 /// Structured lines: their message is a fixed tag and the fields carry the data.
@@ -690,6 +591,43 @@ impl LogTail {
         }
     }
 
+    /// One complete line: a DAP trace's message folded in, or a log line parsed (an event, or
+    /// only a sign of life); an oversized one skipped (a trace reads its head).
+    fn complete(&mut self, line: &[u8], file: &str) -> Option<LogEvent> {
+        if line.len() > MAX_LINE {
+            self.stats.oversized += 1;
+            if let Some(t) = &mut self.trace {
+                t.head(&line[..HEAD]);
+            }
+            return None;
+        }
+        self.stats.lines += 1;
+        if let Some(t) = &mut self.trace {
+            if let Ok(l) = std::str::from_utf8(line) {
+                t.line(l);
+            }
+            return None;
+        }
+        let parsed = std::str::from_utf8(line)
+            .ok()
+            .and_then(|l| self.parser.parse(l));
+        if std::mem::take(&mut self.parser.touched) {
+            self.last_line_no = self.line_no;
+        }
+        let Some((at, kind)) = parsed else {
+            self.stats.skipped += 1;
+            return None;
+        };
+        self.stats.events += 1;
+        Some(LogEvent {
+            at,
+            file: file.to_owned(),
+            origin: self.origin,
+            line: self.line_no,
+            kind,
+        })
+    }
+
     /// Splits bytes into lines and parses the complete ones.
     fn feed(&mut self, bytes: &[u8]) -> Vec<LogEvent> {
         let mut out = Vec::new();
@@ -714,39 +652,7 @@ impl LogTail {
                 l.extend_from_slice(head);
                 l.into()
             };
-            if line.len() > MAX_LINE {
-                self.stats.oversized += 1;
-                if let Some(t) = &mut self.trace {
-                    t.head(&line[..HEAD]);
-                }
-                continue;
-            }
-            self.stats.lines += 1;
-            if let Some(t) = &mut self.trace {
-                if let Ok(l) = std::str::from_utf8(&line) {
-                    t.line(l);
-                }
-                continue;
-            }
-            let parsed = std::str::from_utf8(&line)
-                .ok()
-                .and_then(|l| self.parser.parse(l));
-            if std::mem::take(&mut self.parser.touched) {
-                self.last_line_no = self.line_no;
-            }
-            match parsed {
-                Some((at, kind)) => {
-                    self.stats.events += 1;
-                    out.push(LogEvent {
-                        at,
-                        file: file.clone(),
-                        origin: self.origin,
-                        line: self.line_no,
-                        kind,
-                    });
-                }
-                None => self.stats.skipped += 1,
-            }
+            out.extend(self.complete(&line, &file));
         }
         if !self.discarding {
             self.pending.extend_from_slice(rest);

@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod health;
 pub mod logs;
 pub mod server_logs;
+pub mod stages;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

@@ -104,17 +104,7 @@ fn starting(d: &DebugSession, now: DateTime<Utc>, t: StuckThresholds) -> Option<
     // Only a start its worker's log shows under way and not yet through: without the worker's
     // lines a state the server never updated proves nothing.
     let first = p.stages.first()?;
-    let through = p
-        .last_of(|s| {
-            matches!(
-                s,
-                Stage::Stopped { .. }
-                    | Stage::Answered {
-                        request: crate::model::StartRequest::ConfigurationDone
-                    }
-            )
-        })
-        .is_some();
+    let through = p.is_through();
     // `initializing` starts the server's own clock; a session `created` long ago and started
     // only now is timed from its worker's first line.
     let began = match state {
