@@ -478,9 +478,11 @@ fn progress(rec: Option<&DebugRec>, ps: &[&Proc]) -> SessionProgress {
         last_sign,
         stages: rec.map(|r| r.stages.clone()).unwrap_or_default(),
         trace: logs.and_then(|l| l.trace.clone()),
+        // A live debuggee first; else a zombie one (exited, not reaped: worth seeing).
         debuggee: ps
             .iter()
-            .find(|p| p.role == Role::Debuggee && p.state.is_alive())
+            .filter(|p| p.role == Role::Debuggee && p.exited_at.is_none())
+            .min_by_key(|p| !p.state.is_alive())
             .map(|p| DebuggeeState {
                 pid: p.pid,
                 state: p.state,

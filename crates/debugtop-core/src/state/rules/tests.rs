@@ -937,6 +937,17 @@ fn stuck_session_on_connect_attempts_and_not_once_connected_through() {
         "{ev}"
     );
     assert!(ev.contains("the first at"), "{ev}");
+    // The worker gave up while the adapter lives: still stuck, on the failed connect.
+    let mut gave_up = handshake_to(1, -14);
+    gave_up.push((-1, Stage::ConnectFailed { attempts: 60 }));
+    let f = go([starting(0, "initializing", -14, &gave_up)]);
+    let ev = stuck_of(&f)
+        .map(|s| s.evidence.join("\n"))
+        .unwrap_or_default();
+    assert!(
+        ev.contains("gave up connecting after 60 attempts") && ev.contains("adapter 300 alive"),
+        "{ev}"
+    );
     // Near misses: a start through to its first stop, or past configurationDone (running
     // without a stop on entry), however long ago, while the server still says initializing.
     for n in [7, 8] {
