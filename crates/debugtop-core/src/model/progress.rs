@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::ProcState;
+use super::{FactSource, ProcState};
 
 /// The requests of a session's start that its worker logs.
 #[derive(
@@ -123,6 +123,16 @@ pub struct StageMark {
     pub line: u64,
 }
 
+impl StageMark {
+    /// Where it was logged (`proxy-<id>.log:14` in words).
+    pub fn source(&self) -> FactSource {
+        FactSource::Log {
+            file: self.file.clone(),
+            line: self.line,
+        }
+    }
+}
+
 /// The newest line written about a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
@@ -138,6 +148,16 @@ pub struct SignOfLife {
     pub text: String,
 }
 
+impl SignOfLife {
+    /// Where it was logged.
+    pub fn source(&self) -> FactSource {
+        FactSource::Log {
+            file: self.file.clone(),
+            line: self.line,
+        }
+    }
+}
+
 /// Who is waiting for the answer to a DAP request.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS, schemars::JsonSchema,
@@ -149,6 +169,15 @@ pub enum Asker {
     Worker,
     /// The adapter asked the worker (a reverse request: `runInTerminal`, `startDebugging`).
     Adapter,
+}
+
+impl fmt::Display for Asker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Worker => "worker",
+            Self::Adapter => "adapter",
+        })
+    }
 }
 
 /// A DAP request with no response yet in the session's trace.

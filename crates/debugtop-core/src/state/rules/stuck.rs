@@ -70,7 +70,8 @@ pub fn stuck_session(ctx: &Ctx<'_>) -> Vec<Candidate> {
         if d.ended || d.worker_pid.is_none() {
             continue;
         }
-        let stall = starting(d, ctx.now(), t)
+        let adapter = live_adapter(ctx, d);
+        let stall = starting(d, adapter, ctx.now(), t)
             .or_else(|| waiting(d, ctx.now(), t))
             .or_else(|| debuggee(d, t));
         if let Some(s) = stall {
@@ -80,22 +81,41 @@ pub fn stuck_session(ctx: &Ctx<'_>) -> Vec<Candidate> {
     out
 }
 
+/// The session's adapter if it is alive now (the logged pid outlives the process).
+fn live_adapter(ctx: &Ctx<'_>, d: &DebugSession) -> Option<u32> {
+    let pid = d.adapter_pid?;
+    ctx.procs()
+        .any(|p| p.pid == pid && p.state.is_alive())
+        .then_some(pid)
+}
+
 /// What a session is stuck on.
 struct Stall {
     severity: Severity,
     evidence: Vec<String>,
     action: String,
-    /// Kill the adapter chain: the right tool when the adapter will never answer.
-    kill_adapter: bool,
-    /// When it began, when the logs say.
-    since: Option<DateTime<Utc>>,
-    /// Otherwise it must hold this long from when it is first seen (a process state carries
-    /// no time of its own).
-    hold: Duration,
+    /// The adapter chain to kill: the right tool when a live adapter will never answer.
+    kill: Option<u32>,
+    /// How it is confirmed.
+    timing: Timing,
+}
+
+/// How long a stall has held.
+enum Timing {
+    /// Since this time, which the logs give: the threshold is already measured.
+    Since(DateTime<Utc>),
+    /// It must hold this long from when it is first seen (a process state carries no time of
+    /// its own).
+    Held(Duration),
 }
 
 /// A start that has not reached its first stop or run past the threshold.
-fn starting(d: &DebugSession, now: DateTime<Utc>, t: StuckThresholds) -> Option<Stall> {
+fn starting(
+    d: &DebugSession,
+    adapter: Option<u32>,
+    now: DateTime<Utc>,
+    t: StuckThresholds,
+) -> Option<Stall> {
     let state = d.state?;
     if !state.is_starting() {
         return None;
@@ -128,14 +148,13 @@ fn starting(d: &DebugSession, now: DateTime<Utc>, t: StuckThresholds) -> Option<
             .map(|at| format!(", {state} since {}", clock(at)))
             .unwrap_or_default()
     )];
-    evidence.extend(step(d, now));
+    evidence.extend(step(p, adapter, now));
     evidence.extend(pending(p, now, Duration::zero()));
     evidence.extend(sign(p, now));
-    let adapter_alive = d.adapter_pid.is_some();
     Some(Stall {
         severity,
         evidence,
-        action: if adapter_alive {
+        action: if adapter.is_some() {
             "kill the adapter chain (the worker then fails the start and the server cleans up), then start the session again; if it stalls again, check the adapter or interpreter it was given".to_owned()
         } else {
             format!(
@@ -143,23 +162,21 @@ fn starting(d: &DebugSession, now: DateTime<Utc>, t: StuckThresholds) -> Option<
                 d.id
             )
         },
-        kill_adapter: adapter_alive,
-        since: Some(began),
-        hold: Duration::zero(),
+        kill: adapter,
+        timing: Timing::Since(began),
     })
 }
 
 /// Where the start stands, in words: the newest step with its time and line, and whether the
 /// adapter is alive.
-fn step(d: &DebugSession, now: DateTime<Utc>) -> Option<String> {
-    let p = &d.progress;
+fn step(p: &SessionProgress, adapter: Option<u32>, now: DateTime<Utc>) -> Option<String> {
     let latest = p.latest()?;
-    let adapter = match d.adapter_pid {
+    let adapter = match adapter {
         Some(pid) => format!("adapter {pid} alive"),
         None => "no live adapter".to_owned(),
     };
     let at = |m: &StageMark| m.at.map(clock).unwrap_or_else(|| "?".into());
-    let src = |m: &StageMark| format!("{}:{}", file_name(&m.file), m.line);
+    let src = |m: &StageMark| m.source().to_string();
     Some(match &latest.stage {
         Stage::Sent { request } => {
             let connected = p
@@ -216,9 +233,8 @@ fn waiting(d: &DebugSession, now: DateTime<Utc>, t: StuckThresholds) -> Option<S
             "the adapter is not answering: close the session (close_debug_session {}); kill the adapter chain if closing hangs",
             d.id
         ),
-        kill_adapter: false,
-        since: Some(oldest.sent_at),
-        hold: Duration::zero(),
+        kill: None,
+        timing: Timing::Since(oldest.sent_at),
     })
 }
 
@@ -233,10 +249,7 @@ fn pending(p: &SessionProgress, now: DateTime<Utc>, over: Duration) -> Vec<Strin
             r.command,
             r.seq,
             clock(r.sent_at),
-            match r.asker {
-                crate::model::Asker::Worker => "worker",
-                crate::model::Asker::Adapter => "adapter",
-            },
+            r.asker,
             secs(now - r.sent_at),
             file_name(&trace.file)
         )
@@ -254,11 +267,10 @@ fn pending(p: &SessionProgress, now: DateTime<Utc>, over: Duration) -> Vec<Strin
 fn sign(p: &SessionProgress, now: DateTime<Utc>) -> Option<String> {
     let s = p.last_sign.as_ref()?;
     Some(format!(
-        "last sign of life {} ago: \"{}\" ({}:{})",
+        "last sign of life {} ago: \"{}\" ({})",
         secs(now - s.at),
         s.text,
-        file_name(&s.file),
-        s.line
+        s.source()
     ))
 }
 
@@ -287,18 +299,13 @@ fn debuggee(d: &DebugSession, t: StuckThresholds) -> Option<Stall> {
             g.pid
         )],
         action,
-        kill_adapter: false,
-        since: None,
-        hold: chrono(t.debuggee),
+        kill: None,
+        timing: Timing::Held(chrono(t.debuggee)),
     })
 }
 
 fn candidate(ctx: &Ctx<'_>, d: &DebugSession, server: u32, s: Stall) -> Candidate {
-    let plan: Option<KillPlan> = s
-        .kill_adapter
-        .then_some(d.adapter_pid)
-        .flatten()
-        .map(|a| ctx.plan(&[a], true));
+    let plan: Option<KillPlan> = s.kill.map(|a| ctx.plan(&[a], true));
     let f = Finding {
         id: FindingId::of(FindingKind::StuckSession, &d.id),
         kind: FindingKind::StuckSession,
@@ -314,10 +321,9 @@ fn candidate(ctx: &Ctx<'_>, d: &DebugSession, server: u32, s: Stall) -> Candidat
         suggested_action: s.action,
         plan,
     };
-    match s.since {
-        // The threshold was measured from the log's own times.
-        Some(at) => Candidate::dated(f, at),
-        None => Candidate::held(f, s.hold),
+    match s.timing {
+        Timing::Since(at) => Candidate::dated(f, at),
+        Timing::Held(hold) => Candidate::held(f, hold),
     }
 }
 

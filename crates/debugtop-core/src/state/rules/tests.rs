@@ -833,6 +833,13 @@ fn go(o: impl IntoIterator<Item = Obs>) -> Vec<Finding> {
 /// A session of server 100 whose worker (200) and adapter (300) run, in `state` since `since`,
 /// whose worker logged `stages` (seconds from the start).
 fn starting(t: i64, state: &str, since: i64, stages: &[(i64, Stage)]) -> Obs {
+    starting_with(t, state, since, stages)
+        .proc(P::new(300, Role::Adapter).ppid(200).session("s-1").build())
+}
+
+/// [`starting`] without the adapter's process: the worker logged spawning adapter 300, which
+/// is gone.
+fn starting_with(t: i64, state: &str, since: i64, stages: &[(i64, Stage)]) -> Obs {
     let mut o = created(Obs::at(t), 1, -3600, "s-1")
         .log(
             2,
@@ -844,8 +851,18 @@ fn starting(t: i64, state: &str, since: i64, stages: &[(i64, Stage)]) -> Obs {
                 to: state.into(),
             },
         )
-        .proc(worker(200, "s-1").build())
-        .proc(P::new(300, Role::Adapter).ppid(200).session("s-1").build());
+        .proc(worker(200, "s-1").build());
+    if !stages.is_empty() {
+        o = o.log(
+            3,
+            since,
+            LogOrigin::Proxy,
+            K::AdapterSpawned {
+                pid: 300,
+                session_id: Some("s-1".into()),
+            },
+        );
+    }
     for (i, (at, stage)) in stages.iter().enumerate() {
         o = o.log(
             10 + i as u64,
@@ -912,6 +929,15 @@ fn stuck_session_on_a_pending_initialize_past_ten_seconds_not_before() {
     // Past the server's own 30 s: critical.
     let f = go([starting(0, "initializing", -31, &handshake_to(3, -30))]);
     assert_eq!(stuck_of(&f).map(|s| s.severity), Some(Severity::Critical));
+    // The logged adapter is gone: not called alive, and no kill of a pid that is not there.
+    let f = go([starting_with(0, "initializing", -12, &handshake_to(3, -11))]);
+    let s = stuck_of(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    let ev = s.evidence.join("\n");
+    assert!(
+        ev.contains("no live adapter") && !ev.contains("adapter 300 alive"),
+        "{ev}"
+    );
+    assert!(s.plan.is_none() && s.suggested_action.contains("close_debug_session"));
     // Near miss: the same stage at 8 s is a normal (slow) start.
     let f = go([starting(0, "initializing", -8, &handshake_to(3, -8))]);
     assert!(stuck_of(&f).is_none(), "{f:#?}");
