@@ -5,8 +5,8 @@
 //! almost nothing a process, a tree row or a finding says changes — a process's command line is
 //! fixed for its identity — so each of them is redacted once and the redacted copy reused while
 //! its raw form stays equal (numbers that cannot carry a secret — CPU, memory, scheduler
-//! state — are carried over). The rest of the snapshot (servers, sessions, groups, sources) is
-//! small and goes through [`redact_snapshot`] as before. The result is the same, string for
+//! state — are carried over); so is each HTTP and debug session. The rest of the snapshot
+//! (servers, groups, sources) is small and goes through [`redact_snapshot`] as before. The result is the same, string for
 //! string, as redacting the whole snapshot (property-tested).
 
 use std::collections::HashMap;

@@ -41,12 +41,7 @@ pub struct LineParser {
 impl LineParser {
     /// A parser for lines of `path` (a `proxy-<id>.log` gives every line its session).
     pub fn for_file(path: &Path) -> Self {
-        let file_session = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_prefix("proxy-"))
-            .and_then(|n| n.strip_suffix(".log"))
-            .and_then(session_id);
+        let file_session = session_of_file(path).filter(|_| !is_trace(path));
         Self {
             file_session,
             ..Self::default()
@@ -666,6 +661,19 @@ impl LogTail {
         }
         out
     }
+}
+
+/// The session a worker's file belongs to, by its name: `proxy-<id>.log` (its log) or
+/// `dap-trace-<id>.ndjson` (its DAP trace).
+pub fn session_of_file(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix("proxy-")
+        .and_then(|n| n.strip_suffix(".log"))
+        .or_else(|| {
+            name.strip_prefix("dap-trace-")
+                .and_then(|n| n.strip_suffix(".ndjson"))
+        })
+        .and_then(session_id)
 }
 
 /// `dap-trace-<session>.ndjson`.

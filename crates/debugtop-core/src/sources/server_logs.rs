@@ -130,17 +130,7 @@ impl ServerLogs {
         let mut by: BTreeMap<String, SessionLogs> = BTreeMap::new();
         // Paths in order: a session's newest run dir (`run-<ms>`) comes last and wins.
         for (path, tail) in &self.tails {
-            let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-                continue;
-            };
-            let sid = name
-                .strip_prefix("proxy-")
-                .and_then(|n| n.strip_suffix(".log"))
-                .or_else(|| {
-                    name.strip_prefix("dap-trace-")
-                        .and_then(|n| n.strip_suffix(".ndjson"))
-                });
-            let Some(sid) = sid.and_then(crate::model::session_id) else {
+            let Some(sid) = super::logs::session_of_file(path) else {
                 continue;
             };
             let e = by.entry(sid.clone()).or_insert_with(|| SessionLogs {

@@ -188,14 +188,7 @@ impl ServerKnowledge {
     /// was the first (the strip shows where the attempts began and where they are).
     fn stage(&mut self, sid: &str, stage: Stage, ev: &LogEvent) {
         let r = self.debug.entry(sid.to_owned()).or_default();
-        if let Some(at) = ev.at {
-            r.last_event = Some(SignOfLife {
-                at,
-                file: ev.file.clone(),
-                line: ev.line,
-                text: format!("start: {stage}"),
-            });
-        }
+        r.last_event = sign_of(ev, || format!("start: {stage}")).or(r.last_event.take());
         let mark = StageMark {
             stage,
             at: ev.at,
@@ -265,14 +258,12 @@ impl ServerKnowledge {
     fn debug_fact(&mut self, id: String, fact: Fact, ev: &LogEvent, at: DateTime<Utc>) {
         let server_said = ev.origin == LogOrigin::Server;
         let r = self.debug.entry(id).or_default();
-        if let Some(at) = ev.at {
-            r.last_event = Some(SignOfLife {
-                at,
-                file: ev.file.clone(),
-                line: ev.line,
-                text: fact.text.clone(),
-            });
+        if matches!(fact.what, What::Stage { .. }) {
+            // Stages have their own list (and their own sign of life); the facts keep what
+            // the tree shows.
+            return;
         }
+        r.last_event = sign_of(ev, || fact.text.clone()).or(r.last_event.take());
         match &fact.what {
             What::SessionCreated if server_said => {
                 r.created = true;
@@ -288,8 +279,6 @@ impl ServerKnowledge {
                 }
                 r.state = Some(*to);
             }
-            // Stages have their own list; the facts keep what the tree shows.
-            What::Stage { .. } => return,
             What::MarkedStopped | What::Closed if server_said && r.ended.is_none() => {
                 r.ended = Some(at);
                 r.ended_by = Some(fact.clone());
@@ -334,6 +323,16 @@ fn cap<R>(map: &mut BTreeMap<String, R>, ended: impl Fn(&R) -> Option<DateTime<U
     for (_, k) in order.into_iter().take(map.len() - MAX_RECORDS) {
         map.remove(&k);
     }
+}
+
+/// An event as a session's sign of life, when it carries a time.
+fn sign_of(ev: &LogEvent, text: impl FnOnce() -> String) -> Option<SignOfLife> {
+    Some(SignOfLife {
+        at: ev.at?,
+        file: ev.file.clone(),
+        line: ev.line,
+        text: text(),
+    })
 }
 
 fn push_bounded(facts: &mut Vec<Fact>, fact: Fact) {
