@@ -12,70 +12,37 @@ import os
 import signal
 import subprocess
 import tempfile
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "ui"))
+from procfs import comm, cpu_ticks, family, rss_kib, start_ticks  # noqa: E402
 APP = ROOT / "target" / "release" / "debugtop"
 HZ = os.sysconf("SC_CLK_TCK")
 
 
-def stat_fields(pid):
-    try:
-        s = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return s[s.rfind(")") + 2 :].split()
 
 
-def start_ticks(pid):
-    f = stat_fields(pid)
-    return int(f[19]) if f else None
 
 
-def cpu(pid):
-    f = stat_fields(pid)
-    return int(f[11]) + int(f[12]) if f else 0
 
 
-def rss_mb(pid):
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        pass
-    return 0
 
 
-def descendants(root):
-    out, frontier = [], [root]
-    while frontier:
-        p = frontier.pop()
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                f = stat_fields(int(d.name))
-                if f and int(f[1]) == p:
-                    out.append(int(d.name))
-                    frontier.append(int(d.name))
-    return out
 
 
-def comm(pid):
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
 
 
 def measure(app, secs, what):
-    procs = [app] + [p for p in descendants(app) if comm(p).startswith("WebKit")]
-    before = {p: cpu(p) for p in procs}
+    procs = [app] + [p for p in family(app) if comm(p).startswith("WebKit")]
+    before = {p: cpu_ticks(p) for p in procs}
     t0 = time.time()
     time.sleep(secs)
     dt = time.time() - t0
-    pct = {p: (cpu(p) - before[p]) / HZ / dt * 100 for p in procs}
-    mem = {p: rss_mb(p) for p in procs}
+    pct = {p: (cpu_ticks(p) - before[p]) / HZ / dt * 100 for p in procs}
+    mem = {p: rss_kib(p) // 1024 for p in procs}
     parts = ", ".join(f"{comm(p)} {pct[p]:.2f} % / {mem[p]} MB" for p in procs)
     return f"{what}: {sum(pct.values()):.2f} % of a core in total, {sum(mem.values())} MB resident ({parts})"
 
@@ -92,14 +59,14 @@ def soak(secs):
     samples = []
     try:
         time.sleep(15)
-        procs = [app.pid] + [p for p in descendants(app.pid) if comm(p).startswith("WebKit")]
-        c0, t0 = sum(cpu(p) for p in procs), time.time()
+        procs = [app.pid] + [p for p in family(app.pid) if comm(p).startswith("WebKit")]
+        c0, t0 = sum(cpu_ticks(p) for p in procs), time.time()
         end = t0 + secs
         while time.time() < end:
             fds = sum(len(os.listdir(f"/proc/{p}/fd")) for p in procs if os.path.exists(f"/proc/{p}"))
-            samples.append((time.time() - t0, sum(rss_mb(p) for p in procs), fds))
+            samples.append((time.time() - t0, sum(rss_kib(p) // 1024 for p in procs), fds))
             time.sleep(30)
-        pct = (sum(cpu(p) for p in procs) - c0) / HZ / (time.time() - t0) * 100
+        pct = (sum(cpu_ticks(p) for p in procs) - c0) / HZ / (time.time() - t0) * 100
     finally:
         if start_ticks(app.pid) == ticks:
             app.terminate()

@@ -25,26 +25,16 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.common.options import ArgOptions
 
+from procfs import alive, children_of, comm, cpu_ticks, family, rss_kib, start_ticks, state_of
+
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "target" / "debug" / "debugtop"
 FIXTURES = ROOT / "tests" / "fixtures"
 SHOT = ROOT / "target" / "ui-real-window.png"
 
 
-def start_ticks(pid):
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rfind(")") + 2 :].split()[19])
 
 
-def alive(pid):
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def kill_if_same(pid, ticks):
@@ -72,12 +62,6 @@ def wait_zombie(pid):
     wait("pid %d to become a zombie" % pid, 10, lambda: state_of(pid) == "Z")
 
 
-def state_of(pid):
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rfind(")") + 2]
 
 
 @pytest.fixture
@@ -188,54 +172,14 @@ def test_leaked_chain_is_killed_from_the_window(window, leaked_chain):
         sentinel.wait()
 
 
-def cpu_ticks(pid):
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    f = stat[stat.rfind(")") + 2 :].split()
-    return int(f[11]) + int(f[12])
 
 
-def rss_kib(pid):
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
-def family(root):
-    """Every descendant of root (the app and WebKit's processes under the driver)."""
-    out, frontier = [], [root]
-    while frontier:
-        p = frontier.pop()
-        for c in children_of(p):
-            out.append(c)
-            frontier.append(c)
-    return out
 
 
-def children_of(pid):
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                stat = (d / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rfind(")") + 2 :].split()[1]) == pid:
-                out.append(int(d.name))
-    return out
 
 
-def comm(pid):
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return "?"
 
 
 REPORT = ROOT / "target" / "ui-real-window-cost.txt"
