@@ -288,6 +288,7 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
     let owner = HeldZombie::new();
     let orphans = StandIns::orphaned_workers(n, owner.pid);
     std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(500));
+    debugtop_core::cost::enable();
     for redact in [false, true] {
         let mut config = Config::default();
         config.state.redact = redact;
@@ -296,16 +297,20 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
         let mut follower = debugtop_core::delta::Follower::default();
         let (mut ticks, mut window, mut bytes, mut findings) =
             (Vec::new(), Vec::new(), Vec::new(), 0);
+        let mut phases = Phases::default();
         for i in 0..a.reps.max(4) {
+            debugtop_core::cost::take();
             let t = Instant::now();
             let u = std::sync::Arc::new(e.tick().await?);
             let tick = t.elapsed().as_secs_f64() * 1000.0;
+            let laps = debugtop_core::cost::take();
             let t = Instant::now();
             let sent = follower.next(&u).and_then(|m| serde_json::to_vec(&m).ok());
             let w = t.elapsed().as_secs_f64() * 1000.0;
             findings = u.snapshot.findings.len();
             // The first ticks confirm the findings and send the whole world: steady state after.
             if i >= 3 {
+                phases.add(laps);
                 ticks.push(tick);
                 window.push(w);
                 bytes.push(sent.map_or(0, |b| b.len()) as f64);
@@ -317,12 +322,35 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
             stats(ticks),
             "ms",
         );
+        phases.report();
         line("  the window's message (diff + JSON)", stats(window), "ms");
         line("  its size", stats(bytes), "B");
     }
     drop(orphans);
     println!();
     Ok(())
+}
+
+/// Each phase of a tick (`debugtop_core::cost`), over several ticks, in the order they ran.
+#[derive(Default)]
+struct Phases(Vec<(&'static str, Vec<f64>)>);
+
+impl Phases {
+    fn add(&mut self, laps: Vec<(&'static str, Duration)>) {
+        for (name, d) in laps {
+            let ms = d.as_secs_f64() * 1000.0;
+            match self.0.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, v)) => v.push(ms),
+                None => self.0.push((name, vec![ms])),
+            }
+        }
+    }
+
+    fn report(self) {
+        for (name, v) in self.0 {
+            line(&format!("    {name}"), stats(v), "ms");
+        }
+    }
 }
 
 /// What the window is sent per tick: the whole update against the changes the app now sends

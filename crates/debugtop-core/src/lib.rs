@@ -12,6 +12,7 @@
 
 pub mod actions;
 pub mod collect;
+pub mod cost;
 pub mod delta;
 pub mod error;
 pub mod model;

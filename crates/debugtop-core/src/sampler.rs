@@ -67,7 +67,9 @@ impl Engine {
     /// One tick. Every source failure is recorded in the snapshot's `sources`; only a failure
     /// to read the process table at all is an error.
     pub async fn tick(&mut self) -> Result<Update> {
+        let mut laps = crate::cost::Laps::start();
         let obs = self.sources.observe().await?;
+        laps.lap("sources");
         Ok(self.state.step(obs))
     }
 

@@ -3,7 +3,7 @@
 //! be woken when the set changes), records each exit's time, and notifies the sampler, which can
 //! then run an out-of-band tick.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -78,32 +78,41 @@ impl ExitWatcher {
     /// Sets the watched identities: new ones get a pidfd (checked against the start ticks),
     /// ones no longer listed are dropped.
     pub fn watch(&self, ids: impl IntoIterator<Item = Identity>) {
-        let ids: Vec<Identity> = ids.into_iter().collect();
+        let ids: HashSet<Identity> = ids.into_iter().collect();
         let Ok(mut st) = self.shared.state.lock() else {
             return;
         };
+        let before = st.watched.len();
         st.watched.retain(|k, _| ids.contains(k));
+        let mut changed = st.watched.len() != before;
         st.starved = 0;
-        let mut budget = fd_budget();
+        // Counting the open descriptors reads /proc/self/fd (thousands of entries at incident
+        // scale): only when there is something new to open.
+        let mut budget: Option<usize> = None;
         for id in ids {
             if st.watched.contains_key(&id) {
                 continue;
             }
-            if budget == 0 {
+            let left = budget.get_or_insert_with(fd_budget);
+            if *left == 0 {
                 st.starved += 1;
                 continue;
             }
-            budget -= 1;
+            *left -= 1;
             match open_checked(id) {
                 Ok(Some(fd)) => {
                     st.watched.insert(id, Arc::new(fd));
+                    changed = true;
                 }
                 Ok(None) => {}
                 Err(OutOfFds) => st.starved += 1,
             }
         }
         drop(st);
-        wake(&self.shared.wake);
+        // The thread polls the set it last took: it needs waking only when the set changed.
+        if changed {
+            wake(&self.shared.wake);
+        }
     }
 
     /// Exits seen since the last call, with the time each was seen.

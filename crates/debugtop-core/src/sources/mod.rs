@@ -137,8 +137,11 @@ impl Sources {
 
 impl Local {
     fn read(&mut self) -> Result<LocalRead> {
+        let mut laps = crate::cost::Laps::start();
         let table = self.collector.scan()?;
+        laps.lap("sources: process table");
         let exits = self.watched_exits(&table);
+        laps.lap("sources: exit watch");
         let servers: Vec<ServerObservation> = table
             .servers
             .iter()

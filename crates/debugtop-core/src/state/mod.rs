@@ -89,16 +89,26 @@ impl State {
     /// One step: the observation in, the update out.
     pub fn step(&mut self, mut obs: Observation) -> Update {
         self.seq += 1;
+        let mut laps = crate::cost::Laps::start();
         self.timeline
             .observe_procs(obs.at, &obs.table.procs, &obs.exits);
+        laps.lap("step: timeline (processes)");
         let events = self.knowledge.apply(&obs);
+        laps.lap("step: knowledge");
         let world = reconcile::build(&obs, self.timeline.tombs(), &self.knowledge);
+        laps.lap("step: reconcile");
         // The table is not read again this step: the live table takes it instead of a copy.
         let procs = std::mem::take(&mut obs.table.procs);
         self.live = LiveTable::from_procs(procs, obs.me.clone());
+        laps.lap("step: live table");
         let findings = self.evaluator.evaluate(&world, &self.live);
+        laps.lap("step: rules");
         self.timeline.observe_world(&world, &findings, &events);
+        laps.lap("step: timeline (world)");
         let snapshot = self.snapshot(&world, findings, &obs);
+        laps.lap("step: snapshot + redaction");
+        drop((world, obs));
+        laps.lap("step: drop");
         let mut events = events;
         if self.config.redact {
             // The raw log events leave the core too (`watch --json`, the app's channel).
