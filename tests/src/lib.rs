@@ -65,7 +65,7 @@ pub fn finding_of(u: &Update, kind: FindingKind, pid: u32) -> Option<Finding> {
 }
 
 /// The tree as indented text (for failure messages and eyeballing).
-pub fn render(nodes: &[TreeNode]) -> String {
+pub fn render<N: AsRef<TreeNode>>(nodes: &[N]) -> String {
     fn go(n: &TreeNode, depth: usize, out: &mut String) {
         let role = n.role.map(|r| format!(" [{r}]")).unwrap_or_default();
         let state = n
@@ -85,7 +85,7 @@ pub fn render(nodes: &[TreeNode]) -> String {
     }
     let mut out = String::new();
     for n in nodes {
-        go(n, 0, &mut out);
+        go(n.as_ref(), 0, &mut out);
     }
     out
 }

@@ -34,6 +34,7 @@ fn server_node(u: &Update, pid: u32) -> Option<&TreeNode> {
         .tree
         .iter()
         .find(|n| n.kind == NodeKind::Server && n.pid == Some(pid))
+        .map(|n| &**n)
 }
 
 fn session_node<'a>(server: &'a TreeNode, id: &str) -> Option<&'a TreeNode> {
@@ -106,6 +107,7 @@ async fn real_server_tree_close_and_reap() {
     let http: Vec<&TreeNode> = srv
         .children
         .iter()
+        .map(|c| &**c)
         .filter(|c| c.kind == NodeKind::HttpSession)
         .collect();
     for h in &http {

@@ -2,6 +2,10 @@
 //! a median with min/max, and the ratios against baselines measured in the same run (the floor:
 //! one read of `/proc/<pid>/stat` per process; `ps`). Timings are reported, never asserted.
 
+/// The allocator the app and the CLI use, so the figures are theirs.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

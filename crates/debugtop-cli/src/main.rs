@@ -1,6 +1,11 @@
 //! `debugtop-cli`: the debugtop engine without a window, for terminals and CI jobs. Parses,
 //! calls the core's actions, prints; every decision is the core's.
 
+/// mimalloc: at incident scale a tick allocates and frees hundreds of thousands of small
+/// strings; glibc's allocator made the same tick 1.4× slower (BENCHMARKS.md).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;

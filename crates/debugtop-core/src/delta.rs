@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// The tree as rows in depth-first order, each without its children.
-pub fn rows(tree: &[TreeNode]) -> Vec<TreeRow> {
+pub fn rows(tree: &[Arc<TreeNode>]) -> Vec<TreeRow> {
     fn walk(n: &TreeNode, parent: Option<&str>, out: &mut Vec<TreeRow>) {
         out.push(TreeRow {
             parent: parent.map(str::to_owned),
@@ -31,11 +31,12 @@ pub fn rows(tree: &[TreeNode]) -> Vec<TreeRow> {
 
 /// The tree back from rows in depth-first order (a row whose parent is not an open ancestor
 /// becomes a root).
-pub fn forest(rows: &[TreeRow]) -> Vec<TreeNode> {
-    let mut roots: Vec<TreeNode> = Vec::new();
+pub fn forest(rows: &[TreeRow]) -> Vec<Arc<TreeNode>> {
+    let mut roots: Vec<Arc<TreeNode>> = Vec::new();
     let mut open: Vec<TreeNode> = Vec::new();
-    let close = |open: &mut Vec<TreeNode>, roots: &mut Vec<TreeNode>| {
+    let close = |open: &mut Vec<TreeNode>, roots: &mut Vec<Arc<TreeNode>>| {
         if let Some(done) = open.pop() {
+            let done = Arc::new(done);
             match open.last_mut() {
                 Some(parent) => parent.children.push(done),
                 None => roots.push(done),

@@ -5,6 +5,7 @@
 //! release build.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -502,8 +503,8 @@ fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<
     }
 }
 
-fn node(p: &Proc, children: Vec<TreeNode>) -> TreeNode {
-    TreeNode {
+fn node(p: &Proc, children: Vec<Arc<TreeNode>>) -> Arc<TreeNode> {
+    Arc::new(TreeNode {
         id: crate::model::proc_node_id(p.id()),
         kind: NodeKind::Process,
         label: p.argv.join(" "),
@@ -514,7 +515,7 @@ fn node(p: &Proc, children: Vec<TreeNode>) -> TreeNode {
         status: None,
         facts: Vec::new(),
         children,
-    }
+    })
 }
 
 /// The fixed snapshot's session ids (one leaked, one healthy), log and HTTP session.
@@ -652,9 +653,9 @@ fn sample_finding(p: &SampleProcs) -> Finding {
     }
 }
 
-fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<TreeNode> {
+fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<Arc<TreeNode>> {
     let (leaked, healthy, http) = (LEAKED, HEALTHY, SAMPLE_HTTP);
-    vec![TreeNode {
+    vec![Arc::new(TreeNode {
         id: "server:997".into(),
         kind: NodeKind::Server,
         label: "mcp-debugger http://127.0.0.1:3001".into(),
@@ -665,7 +666,7 @@ fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<TreeNode> {
         status: None,
         facts: Vec::new(),
         children: vec![
-            TreeNode {
+            Arc::new(TreeNode {
                 id: format!("http:{http}"),
                 kind: NodeKind::HttpSession,
                 label: http.into(),
@@ -676,8 +677,8 @@ fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<TreeNode> {
                 status: Some(NodeStatus::Open),
                 facts: Vec::new(),
                 children: Vec::new(),
-            },
-            TreeNode {
+            }),
+            Arc::new(TreeNode {
                 id: format!("debug:{healthy}"),
                 kind: NodeKind::DebugSession,
                 label: format!("mock-a0 {healthy}"),
@@ -688,8 +689,8 @@ fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<TreeNode> {
                 status: Some(NodeStatus::Paused),
                 facts: Vec::new(),
                 children: vec![node(&p.worker, vec![node(&p.mock, Vec::new())])],
-            },
-            TreeNode {
+            }),
+            Arc::new(TreeNode {
                 id: format!("debug:{leaked}"),
                 kind: NodeKind::DebugSession,
                 label: format!("js-loop {leaked}"),
@@ -706,9 +707,9 @@ fn sample_tree(p: &SampleProcs, ended: &Fact) -> Vec<TreeNode> {
                         vec![node(&p.debuggee, vec![node(&p.watchdog, Vec::new())])],
                     ),
                 ],
-            },
+            }),
         ],
-    }]
+    })]
 }
 
 fn sample_timeline(ended: &Fact) -> Vec<TimelineEvent> {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// Layer of each top-level module.
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
-        "error" => 0,
+        "error" | "cost" => 0,
         "model" => 1,
         "redact" | "safe_fs" | "delta" => 2,
         "collect" => 3,

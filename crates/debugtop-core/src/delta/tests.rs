@@ -154,7 +154,7 @@ fn edit(s: &mut Snapshot, op: u8, at: usize) {
             if s.tree.len() > 1 {
                 let moved = s.tree.remove(pick(s.tree.len()));
                 let to = pick(s.tree.len());
-                s.tree[to].children.insert(0, moved);
+                Arc::make_mut(&mut s.tree[to]).children.insert(0, moved);
             }
         }
         6 if !s.findings.is_empty() => s.findings.reverse(),
@@ -170,7 +170,7 @@ fn edit(s: &mut Snapshot, op: u8, at: usize) {
         }
         _ => {
             if let Some(n) = s.tree.first_mut() {
-                n.label = format!("relabelled {at}");
+                Arc::make_mut(n).label = format!("relabelled {at}");
             }
         }
     }

@@ -57,7 +57,7 @@ pub use target::{
     Capability, Hello, HelloLine, Target, TargetFailure, TargetState, TargetStatus, STREAM_SCHEMA,
 };
 pub use timeline::{TimelineEvent, TimelineKind};
-pub use tree::{proc_node_id, NodeKind, NodeStatus, TreeNode};
+pub use tree::{proc_node_id, Counterparts, NodeKind, NodeStatus, TreeNode};
 pub use update::{audit_result, AuditResult, FleetAudit, TargetAudit, Update};
 
 /// The default grace: how long a condition must hold before it is a finding. Six seconds,

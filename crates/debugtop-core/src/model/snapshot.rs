@@ -2,6 +2,8 @@
 //! what `debugtop-cli snapshot` prints, the app exports and reopens, and an incident report
 //! carries.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -164,7 +166,7 @@ pub struct Snapshot {
     /// Every server-related process (and tombs of those that just exited).
     pub processes: Vec<Proc>,
     /// The reconciled tree.
-    pub tree: Vec<TreeNode>,
+    pub tree: Vec<Arc<TreeNode>>,
     /// Findings.
     pub findings: Vec<Finding>,
     /// The findings by kind and cause (one line and one bulk plan each).

@@ -1,5 +1,7 @@
 //! The reconciled tree: server → HTTP sessions → debug sessions → processes.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -124,7 +126,9 @@ pub struct TreeNode {
     /// What is known about this node, with sources.
     pub facts: Vec<Fact>,
     /// Children.
-    pub children: Vec<TreeNode>,
+    // Shared: a subtree that did not change between two steps is the same allocation in
+    // both (`state::share`), so copying, redacting and diffing it is a pointer operation.
+    pub children: Vec<Arc<TreeNode>>,
 }
 
 impl TreeNode {
@@ -172,6 +176,43 @@ impl TreeNode {
         }
     }
 
+    /// Equal to `other` as a row (every field but the children) with the very same children:
+    /// for nodes whose children are shared, the same subtree, found without walking it.
+    pub fn same_with_shared_children(&self, other: &Self) -> bool {
+        self.children.len() == other.children.len()
+            && self
+                .children
+                .iter()
+                .zip(&other.children)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && self.same_row(other)
+    }
+
+    /// Equal to `other` in every field but the children.
+    pub fn same_row(&self, other: &Self) -> bool {
+        let Self {
+            id,
+            kind,
+            label,
+            pid,
+            role,
+            state,
+            session_id,
+            status,
+            facts,
+            children: _,
+        } = self;
+        *id == other.id
+            && *kind == other.kind
+            && *label == other.label
+            && *pid == other.pid
+            && *role == other.role
+            && *state == other.state
+            && *session_id == other.session_id
+            && *status == other.status
+            && *facts == other.facts
+    }
+
     /// Depth-first iterator over this node and its descendants.
     pub fn walk(&self) -> Vec<&TreeNode> {
         let mut out = vec![self];
@@ -179,6 +220,39 @@ impl TreeNode {
             out.extend(c.walk());
         }
         out
+    }
+}
+
+impl AsRef<TreeNode> for TreeNode {
+    fn as_ref(&self) -> &TreeNode {
+        self
+    }
+}
+
+/// Last tick's counterparts of a node's children, by id: the same position first (a tree
+/// rarely reorders), else an index built on first need.
+#[derive(Debug)]
+pub struct Counterparts<'a> {
+    old: &'a [Arc<TreeNode>],
+    index: Option<std::collections::HashMap<&'a str, &'a Arc<TreeNode>>>,
+}
+
+impl<'a> Counterparts<'a> {
+    /// Over last tick's children (or roots).
+    pub fn new(old: &'a [Arc<TreeNode>]) -> Self {
+        Self { old, index: None }
+    }
+
+    /// The old node with this id, for the new node at position `at`.
+    pub fn of(&mut self, at: usize, id: &str) -> Option<&'a Arc<TreeNode>> {
+        if let Some(o) = self.old.get(at).filter(|o| o.id == id) {
+            return Some(o);
+        }
+        let old = self.old;
+        self.index
+            .get_or_insert_with(|| old.iter().rev().map(|o| (o.id.as_str(), o)).collect())
+            .get(id)
+            .copied()
     }
 }
 

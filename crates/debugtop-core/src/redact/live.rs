@@ -10,6 +10,7 @@
 //! string, as redacting the whole snapshot (property-tested).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{redact_serde, redact_snapshot};
 use crate::model::{
@@ -89,7 +90,7 @@ where
 pub struct LiveRedaction {
     home: Option<String>,
     procs: Memo<ProcId, Proc>,
-    nodes: HashMap<String, Pair<TreeNode>>,
+    tree: TreeMemo,
     findings: Memo<FindingId, Finding>,
     debug_sessions: Memo<String, DebugSession>,
     http_sessions: Memo<String, HttpSession>,
@@ -131,40 +132,60 @@ impl LiveRedaction {
         s.http_sessions =
             self.http_sessions
                 .apply(http_sessions, home, |h| h.id.clone(), unchanged);
-        s.tree = self.tree(tree);
+        s.tree = self.tree(&tree);
         s.timeline = timeline;
     }
 
-    fn tree(&mut self, raw: Vec<TreeNode>) -> Vec<TreeNode> {
-        let mut next = HashMap::with_capacity(self.nodes.len());
-        let out = raw
-            .into_iter()
-            .filter_map(|n| self.node(n, &mut next))
-            .collect();
-        self.nodes = next;
+    fn tree(&mut self, raw: &[Arc<TreeNode>]) -> Vec<Arc<TreeNode>> {
+        let mut rows = HashMap::with_capacity(self.tree.rows.len());
+        let out = raw.iter().filter_map(|n| self.node(n, &mut rows)).collect();
+        self.tree.rows = rows;
+        // A subtree no tree holds any more (only this memo does) is forgotten.
+        self.tree
+            .subtrees
+            .retain(|_, (raw, _)| Arc::strong_count(raw) > 1);
         out
     }
 
-    /// One row, then its children: rows are compared without their children, so a change deep
-    /// in a server's tree redacts that row only.
+    /// A subtree: last tick's redaction when it is the same allocation (unchanged, see
+    /// `state::share`); else its row (reused when equal to last tick's) and then its children.
     fn node(
         &mut self,
-        mut n: TreeNode,
-        next: &mut HashMap<String, Pair<TreeNode>>,
-    ) -> Option<TreeNode> {
-        let children = std::mem::take(&mut n.children);
-        let pair = match self.nodes.remove(&n.id) {
-            Some(pair) if pair.raw == n => pair,
-            _ => Pair::redact(n, self.home.as_deref())?,
+        n: &Arc<TreeNode>,
+        rows: &mut HashMap<String, Pair<TreeNode>>,
+    ) -> Option<Arc<TreeNode>> {
+        let key = Arc::as_ptr(n) as usize;
+        if let Some((_, shown)) = self.tree.subtrees.get(&key) {
+            return shown.clone();
+        }
+        let pair = match self.tree.rows.remove(&n.id) {
+            Some(pair) if pair.raw.same_row(n) => Some(pair),
+            _ => Pair::redact(n.without_children(), self.home.as_deref()),
         };
-        let mut shown = pair.redacted.clone();
-        next.insert(pair.raw.id.clone(), pair);
-        shown.children = children
-            .into_iter()
-            .filter_map(|c| self.node(c, next))
-            .collect();
-        Some(shown)
+        let shown = pair.map(|pair| {
+            let mut shown = pair.redacted.clone();
+            rows.insert(n.id.clone(), pair);
+            shown.children = n
+                .children
+                .iter()
+                .filter_map(|c| self.node(c, rows))
+                .collect();
+            Arc::new(shown)
+        });
+        self.tree
+            .subtrees
+            .insert(key, (Arc::clone(n), shown.clone()));
+        shown
     }
+}
+
+/// The redacted tree of the last ticks: whole subtrees by their allocation (a subtree shared
+/// between ticks is redacted once), and rows by id (a row on the path to a change is redacted
+/// again only if it changed itself).
+#[derive(Debug, Default)]
+struct TreeMemo {
+    subtrees: HashMap<usize, (Arc<TreeNode>, Option<Arc<TreeNode>>)>,
+    rows: HashMap<String, Pair<TreeNode>>,
 }
 
 fn unchanged<T: PartialEq>(last: &mut Pair<T>, now: &T) -> bool {
@@ -204,8 +225,12 @@ mod tests {
                 }
             }
             2 => {
-                if let Some(n) = s.tree.first_mut().and_then(|n| n.children.first_mut()) {
-                    n.label = format!("node x --password {secret}");
+                if let Some(n) = s
+                    .tree
+                    .first_mut()
+                    .and_then(|n| Arc::make_mut(n).children.first_mut())
+                {
+                    Arc::make_mut(n).label = format!("node x --password {secret}");
                 }
             }
             3 => {

@@ -485,6 +485,7 @@ fn fenced(o: &mut String, lang: &str, body: &str) -> std::fmt::Result {
 mod tests {
     use super::*;
     use crate::testing::sample_snapshot;
+    use std::sync::Arc;
 
     #[test]
     fn report_of_a_fixed_model() {
@@ -543,7 +544,7 @@ mod tests {
     #[test]
     fn hostile_strings_render_as_text() {
         let mut s = sample_snapshot();
-        s.tree[0].children[0].label =
+        Arc::make_mut(&mut Arc::make_mut(&mut s.tree[0]).children[0]).label =
             "<img src=x onerror=alert(1)> ```` | [x](javascript:alert(1))".into();
         s.findings[0]
             .evidence

@@ -9,6 +9,7 @@ pub mod knowledge;
 pub mod plan;
 pub mod reconcile;
 pub mod rules;
+pub mod share;
 pub mod timeline;
 
 use std::time::Duration;
@@ -62,6 +63,8 @@ pub struct State {
     timeline: Timeline,
     live: LiveTable,
     redaction: LiveRedaction,
+    /// Last step's tree, for sharing what did not change.
+    tree: Vec<std::sync::Arc<crate::model::TreeNode>>,
     seq: u64,
 }
 
@@ -81,6 +84,7 @@ impl State {
             },
             live: LiveTable::default(),
             redaction: LiveRedaction::new(config.home.clone()),
+            tree: Vec::new(),
             seq: 0,
             config,
         }
@@ -95,8 +99,11 @@ impl State {
         laps.lap("step: timeline (processes)");
         let events = self.knowledge.apply(&obs);
         laps.lap("step: knowledge");
-        let world = reconcile::build(&obs, self.timeline.tombs(), &self.knowledge);
+        let mut world = reconcile::build(&obs, self.timeline.tombs(), &self.knowledge);
         laps.lap("step: reconcile");
+        world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));
+        self.tree.clone_from(&world.tree);
+        laps.lap("step: sharing");
         // The table is not read again this step: the live table takes it instead of a copy.
         let procs = std::mem::take(&mut obs.table.procs);
         self.live = LiveTable::from_procs(procs, obs.me.clone());

@@ -6,6 +6,7 @@
 //! observation and the knowledge.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -29,7 +30,7 @@ pub struct World {
     /// Live servers.
     pub servers: Vec<ServerInfo>,
     /// One tree per server (live, gone, remote).
-    pub tree: Vec<TreeNode>,
+    pub tree: Vec<Arc<TreeNode>>,
     /// HTTP sessions known.
     pub http_sessions: Vec<HttpSession>,
     /// Debug sessions known.
@@ -114,7 +115,7 @@ fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
         .filter(|p| p.role == Role::Host && p.exited_at.is_none())
         .collect();
     let host_of = |p: &Proc| p.host.as_ref().map(|h| (h.pid, h.start_ticks));
-    let mut groups: BTreeMap<Option<(u32, u64)>, Vec<TreeNode>> = BTreeMap::new();
+    let mut groups: BTreeMap<Option<(u32, u64)>, Vec<Arc<TreeNode>>> = BTreeMap::new();
     // mcp-debugger servers with a host: their whole server node moves under it.
     let mut top = Vec::new();
     for node in std::mem::take(&mut w.tree) {
@@ -147,12 +148,12 @@ fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
         node.children = groups
             .remove(&Some((h.pid, h.start_ticks)))
             .unwrap_or_default();
-        w.tree.push(node);
+        w.tree.push(Arc::new(node));
     }
     for (key, children) in groups {
         let mut node = gone_host_node(key, procs);
         node.children = children;
-        w.tree.push(node);
+        w.tree.push(Arc::new(node));
     }
     w.tree.extend(top);
 }
@@ -236,7 +237,7 @@ fn live_server(
         if !h.listed {
             continue;
         }
-        let (mine, rest): (Vec<TreeNode>, Vec<TreeNode>) = sessions.into_iter().partition(|d| {
+        let (mine, rest): (Vec<_>, Vec<_>) = sessions.into_iter().partition(|d| {
             d.session_id
                 .as_ref()
                 .is_some_and(|sid| h.session.debug_sessions.contains(sid))
@@ -250,15 +251,18 @@ fn live_server(
         }
         let mut n = http_node(&h.session);
         n.children = mine;
-        node.children.push(n);
+        node.children.push(Arc::new(n));
     }
     if http.iter().any(|h| h.listed) {
         for d in &mut sessions {
-            d.facts.push(Fact::table(What::HttpHolderUnknown));
+            // Built this step, not yet shared: no copy is made.
+            Arc::make_mut(d)
+                .facts
+                .push(Fact::table(What::HttpHolderUnknown));
         }
     }
     node.children.extend(sessions);
-    w.tree.push(node);
+    w.tree.push(Arc::new(node));
     w.http_sessions.extend(http.into_iter().map(|h| h.session));
     w.debug_sessions.extend(debug);
     if let Some(h) = health {
@@ -400,7 +404,7 @@ fn session_nodes(
     know: &ServerKnowledge,
     procs: &[&Proc],
     now: DateTime<Utc>,
-) -> (Vec<TreeNode>, Vec<DebugSession>) {
+) -> (Vec<Arc<TreeNode>>, Vec<DebugSession>) {
     let mut by_session: BTreeMap<String, Vec<&Proc>> = BTreeMap::new();
     let mut loose: Vec<&Proc> = Vec::new();
     for p in procs {
@@ -424,7 +428,7 @@ fn session_nodes(
         let session = debug_session(server_pid, &id, rec, &ps);
         // An ended session with nothing left running is history, not part of the tree.
         if !(session.ended && ps.is_empty()) {
-            nodes.push(session_node(&session, &ps));
+            nodes.push(Arc::new(session_node(&session, &ps)));
         }
         out.push(session);
     }
@@ -524,7 +528,7 @@ fn gone_server(w: &mut World, pid: u32, know: &ServerKnowledge, mine: &[&Proc]) 
     let (sessions, debug) = session_nodes(pid, know, mine, w.at);
     node.children = sessions;
     w.debug_sessions.extend(debug);
-    w.tree.push(node);
+    w.tree.push(Arc::new(node));
 }
 
 fn remote_server(w: &mut World, url: &str, h: &Result<Health, HealthError>) {
@@ -545,7 +549,7 @@ fn remote_server(w: &mut World, url: &str, h: &Result<Health, HealthError>) {
                     },
                     None,
                 ));
-                node.children.push(n);
+                node.children.push(Arc::new(n));
             }
             w.sources.push(SourceStatus::new(
                 SourceKind::Health,
@@ -561,12 +565,12 @@ fn remote_server(w: &mut World, url: &str, h: &Result<Health, HealthError>) {
             e.to_string(),
         )),
     }
-    w.tree.push(node);
+    w.tree.push(Arc::new(node));
 }
 
 /// Processes as a forest by parent links within the set; a watchdog hangs under the debuggee it
 /// names. Children ordered by pid; workers first among roots.
-pub fn process_forest(ps: &[&Proc]) -> Vec<TreeNode> {
+pub fn process_forest(ps: &[&Proc]) -> Vec<Arc<TreeNode>> {
     let pids: BTreeSet<u32> = ps.iter().map(|p| p.pid).collect();
     let parent_of = |p: &Proc| -> Option<u32> {
         if p.role == Role::Watchdog {
@@ -587,7 +591,7 @@ pub fn process_forest(ps: &[&Proc]) -> Vec<TreeNode> {
     roots.sort_by_key(|p| (p.role != Role::Worker, p.pid));
     roots
         .into_iter()
-        .map(|p| proc_node(p, &children, 0))
+        .map(|p| Arc::new(proc_node(p, &children, 0)))
         .collect()
 }
 
@@ -620,7 +624,7 @@ fn proc_node(p: &Proc, children: &BTreeMap<u32, Vec<&Proc>>, depth: usize) -> Tr
         kids.sort_by_key(|k| k.pid);
         n.children = kids
             .into_iter()
-            .map(|k| proc_node(k, children, depth + 1))
+            .map(|k| Arc::new(proc_node(k, children, depth + 1)))
             .collect();
     }
     n

@@ -1,0 +1,142 @@
+//! Sharing between steps: what did not change from one step to the next is the very same
+//! allocation in both — the `Arc` kept from the last step — so putting it into the snapshot,
+//! redacting it, diffing it for the window and dropping it are pointer operations. At 5,000
+//! orphaned workers a step otherwise copies, compares and frees every process, tree row,
+//! finding and session several times over (BENCHMARKS.md). Exact: an element is reused only
+//! when it equals what was built now.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use crate::model::{Counterparts, TreeNode};
+
+/// Last step's elements of one list, by key.
+#[derive(Debug)]
+pub struct Interned<K, T>(HashMap<K, Arc<T>>);
+
+impl<K, T> Default for Interned<K, T> {
+    fn default() -> Self {
+        Self(HashMap::new())
+    }
+}
+
+impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
+    /// `now`, each element the last step's allocation where it is equal; forgets the rest.
+    pub fn share(&mut self, now: Vec<T>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
+        let mut next = HashMap::with_capacity(now.len());
+        let out = now
+            .into_iter()
+            .map(|x| {
+                let k = key(&x);
+                let shared = match self.0.remove(&k) {
+                    Some(old) if *old == x => old,
+                    _ => Arc::new(x),
+                };
+                next.insert(k, Arc::clone(&shared));
+                shared
+            })
+            .collect();
+        self.0 = next;
+        out
+    }
+}
+
+/// `now` (a tree built this step), every subtree equal to last step's the same allocation as
+/// last step's: a node is reused when its row is equal and its children are (after sharing)
+/// the very same.
+pub fn tree(last: &[Arc<TreeNode>], now: Vec<Arc<TreeNode>>) -> Vec<Arc<TreeNode>> {
+    let mut old = Counterparts::new(last);
+    now.into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let o = old.of(i, &n.id);
+            node(o, n)
+        })
+        .collect()
+}
+
+fn node(old: Option<&Arc<TreeNode>>, mut n: Arc<TreeNode>) -> Arc<TreeNode> {
+    if old.is_some_and(|o| Arc::ptr_eq(o, &n)) {
+        return n;
+    }
+    let last_children = old.map_or(&[][..], |o| &o.children[..]);
+    let children = std::mem::take(&mut Arc::make_mut(&mut n).children);
+    let shared = tree(last_children, children);
+    Arc::make_mut(&mut n).children = shared;
+    match old {
+        Some(o) if o.same_with_shared_children(&n) => Arc::clone(o),
+        _ => n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NodeKind;
+
+    fn leaf(id: &str, label: &str) -> Arc<TreeNode> {
+        Arc::new(TreeNode::new(id.into(), NodeKind::Process, label.into()))
+    }
+
+    fn parent(id: &str, children: Vec<Arc<TreeNode>>) -> Arc<TreeNode> {
+        let mut n = TreeNode::new(id.into(), NodeKind::GoneServer, id.into());
+        n.children = children;
+        Arc::new(n)
+    }
+
+    fn build(label_of_b: &str) -> Vec<Arc<TreeNode>> {
+        vec![
+            parent("gone:1", vec![leaf("a", "a"), leaf("b", label_of_b)]),
+            parent("gone:2", vec![leaf("c", "c")]),
+        ]
+    }
+
+    #[test]
+    fn an_unchanged_tree_is_last_steps_allocation_and_a_change_renews_only_its_path() {
+        let first = tree(&[], build("b"));
+        let same = tree(&first, build("b"));
+        assert!(Arc::ptr_eq(&first[0], &same[0]) && Arc::ptr_eq(&first[1], &same[1]));
+        let changed = tree(&same, build("b2"));
+        assert_eq!(
+            changed,
+            build("b2"),
+            "sharing never changes what the tree says"
+        );
+        assert!(
+            !Arc::ptr_eq(&same[0], &changed[0]),
+            "the changed path is new"
+        );
+        assert!(Arc::ptr_eq(&same[0].children[0], &changed[0].children[0]));
+        assert!(!Arc::ptr_eq(&same[0].children[1], &changed[0].children[1]));
+        assert!(
+            Arc::ptr_eq(&same[1], &changed[1]),
+            "the other root is untouched"
+        );
+    }
+
+    #[test]
+    fn reordered_and_moved_nodes_are_found_by_id_and_still_equal() {
+        let first = tree(&[], build("b"));
+        let reordered = vec![
+            parent("gone:2", vec![leaf("c", "c")]),
+            parent("gone:1", vec![leaf("b", "b"), leaf("a", "a")]),
+        ];
+        let now = tree(&first, reordered.clone());
+        assert_eq!(now, reordered);
+        assert!(Arc::ptr_eq(&now[0], &first[1]));
+        assert!(Arc::ptr_eq(&now[1].children[0], &first[0].children[1]));
+    }
+
+    #[test]
+    fn equal_elements_keep_their_allocation_and_the_gone_are_forgotten() {
+        let mut i: Interned<u32, (u32, String)> = Interned::default();
+        let a = i.share(vec![(1, "x".into()), (2, "y".into())], |x| x.0);
+        let b = i.share(vec![(1, "x".into()), (2, "z".into())], |x| x.0);
+        assert!(Arc::ptr_eq(&a[0], &b[0]));
+        assert!(!Arc::ptr_eq(&a[1], &b[1]) && b[1].1 == "z");
+        let c = i.share(vec![(2, "z".into())], |x| x.0);
+        assert!(Arc::ptr_eq(&b[1], &c[0]));
+        assert_eq!(i.0.len(), 1);
+    }
+}
