@@ -221,11 +221,11 @@ impl AppState {
         let (Some(before), true) = (before, self.settings().notify_critical) else {
             return;
         };
-        let new: Vec<Finding> = snap
+        let new: Vec<&Finding> = snap
             .findings
             .iter()
             .filter(|f| critical.contains(&f.id) && !before.contains(&f.id))
-            .cloned()
+            .map(|f| &**f)
             .collect();
         // One notification per group of new ones, and a group at most once a minute: a
         // thousand orphans of one dead server appearing over a few ticks are one notification.

@@ -61,7 +61,7 @@ pub fn finding_of(u: &Update, kind: FindingKind, pid: u32) -> Option<Finding> {
         .findings
         .iter()
         .find(|f| f.kind == kind && f.pids.contains(&pid))
-        .cloned()
+        .map(|f| (**f).clone())
 }
 
 /// The tree as indented text (for failure messages and eyeballing).

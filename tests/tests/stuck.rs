@@ -28,7 +28,11 @@ fn engine(stuck_after: f64) -> Engine {
 }
 
 fn session<'a>(u: &'a Update, id: &str) -> Option<&'a DebugSession> {
-    u.snapshot.debug_sessions.iter().find(|d| d.id == id)
+    u.snapshot
+        .debug_sessions
+        .iter()
+        .find(|d| d.id == id)
+        .map(|d| &**d)
 }
 
 fn stuck<'a>(u: &'a Update, id: &str) -> Option<&'a Finding> {
@@ -36,6 +40,7 @@ fn stuck<'a>(u: &'a Update, id: &str) -> Option<&'a Finding> {
         .findings
         .iter()
         .find(|f| f.kind == FindingKind::StuckSession && f.session_id.as_deref() == Some(id))
+        .map(|f| &**f)
 }
 
 /// A python session whose "interpreter" is the stalling adapter of `tests/fixtures/stall`.

@@ -641,7 +641,7 @@ async fn every_survivor_found_and_killed(
     chains: &[Chain],
     sentinel: &Sentinel,
     server: &Server,
-) -> Vec<Finding> {
+) -> Vec<std::sync::Arc<Finding>> {
     let settled = settled_survivors(e, chains).await;
     eprintln!("survivors: {settled:?}");
     if settled.is_empty() {

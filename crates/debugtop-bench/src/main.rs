@@ -498,7 +498,7 @@ fn one_kill(argv: &[&str], grace: Duration) -> anyhow::Result<f64> {
             pid: child.id(),
             tree: false,
         },
-        &[],
+        &[] as &[debugtop_core::model::Finding],
         &live,
         kill::KillOptions {
             grace: Some(grace),

@@ -865,11 +865,17 @@ pub fn sample_snapshot() -> Snapshot {
             pkg_dir: Some("/home/dev/node_modules/@debugmcp/mcp-debugger".into()),
         }],
         http_sessions: vec![HttpSession { id: SAMPLE_HTTP.into(), server_pid: Some(997), in_health: true, ended: None, debug_sessions: Vec::new(), facts: Vec::new() }],
-        debug_sessions: sample_debug_sessions(ended.clone()),
-        processes: vec![p.server, p.worker, p.mock, p.tomb, p.adapter, p.debuggee, p.watchdog],
+        debug_sessions: sample_debug_sessions(ended.clone())
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
+        processes: [p.server, p.worker, p.mock, p.tomb, p.adapter, p.debuggee, p.watchdog]
+            .into_iter()
+            .map(Arc::new)
+            .collect(),
         tree,
         groups: crate::model::group_findings(std::slice::from_ref(&finding)),
-        findings: vec![finding],
+        findings: vec![Arc::new(finding)],
         timeline: sample_timeline(&ended),
         log_excerpts: vec![LogExcerpt {
             finding_id: "leaked-adapter:1019.7133".parse().ok(),

@@ -84,7 +84,7 @@ pub struct AuditRun {
     /// The answer.
     pub result: AuditResult,
     /// The findings, unredacted argv in their plans aside (for planning).
-    pub findings: Vec<Finding>,
+    pub findings: Vec<std::sync::Arc<Finding>>,
     /// The live processes of the last sample.
     pub live: LiveTable,
 }

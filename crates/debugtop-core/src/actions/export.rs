@@ -181,7 +181,10 @@ pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Snapshot)).unwrap_or_default()
 }
 
-fn excerpts(findings: &[Finding], sessions: &[crate::model::DebugSession]) -> Vec<LogExcerpt> {
+fn excerpts(
+    findings: &[std::sync::Arc<Finding>],
+    sessions: &[std::sync::Arc<crate::model::DebugSession>],
+) -> Vec<LogExcerpt> {
     let mut wanted: Vec<(FindingId, String, u64)> = Vec::new();
     for f in findings {
         let facts = sessions
@@ -249,7 +252,7 @@ fn small_file(path: &Path) -> Option<String> {
     Some(text)
 }
 
-fn environment(servers: &[ServerInfo], procs: &[Proc]) -> Environment {
+fn environment(servers: &[ServerInfo], procs: &[std::sync::Arc<Proc>]) -> Environment {
     let versions = servers
         .iter()
         .map(|s| {
@@ -275,7 +278,7 @@ fn environment(servers: &[ServerInfo], procs: &[Proc]) -> Environment {
         node: servers
             .first()
             .and_then(|s| procs.iter().find(|p| p.pid == s.pid))
-            .and_then(node_version),
+            .and_then(|p| node_version(p)),
         kernel: small_file(Path::new("/proc/sys/kernel/osrelease")).map(|s| s.trim().to_owned()),
         os: std::env::consts::OS.to_owned(),
     }
@@ -457,7 +460,7 @@ mod tests {
     fn redacted_snapshot_hides_tokens_and_home() {
         let mut s = sample_snapshot();
         s.redacted = false;
-        s.processes[0].argv = vec![
+        std::sync::Arc::make_mut(&mut s.processes[0]).argv = vec![
             "python".into(),
             "--adapter-access-token".into(),
             "s3cr3t".into(),

@@ -75,9 +75,9 @@ pub struct KillOptions {
 
 /// Plans what `request` asks for against the live table and the current findings: the one
 /// planning path of the CLI and the app.
-pub fn plan_for(
+pub fn plan_for<F: AsRef<Finding>>(
     request: &KillRequest,
-    findings: &[Finding],
+    findings: &[F],
     live: &LiveTable,
     opts: KillOptions,
 ) -> Result<KillPlan> {
@@ -129,9 +129,14 @@ pub fn plan_for(
 }
 
 /// The current findings of `kind` (about `server`, when given) that killing fixes.
-fn of_kind(findings: &[Finding], kind: FindingKind, server: Option<u32>) -> Result<Vec<&Finding>> {
+fn of_kind<F: AsRef<Finding>>(
+    findings: &[F],
+    kind: FindingKind,
+    server: Option<u32>,
+) -> Result<Vec<&Finding>> {
     let chosen: Vec<&Finding> = findings
         .iter()
+        .map(AsRef::as_ref)
         .filter(|f| f.kind == kind && server.is_none_or(|s| f.server_pid == Some(s)))
         .filter(|f| fixed_by_killing(f).is_ok())
         .collect();
@@ -144,9 +149,10 @@ fn of_kind(findings: &[Finding], kind: FindingKind, server: Option<u32>) -> Resu
     Ok(chosen)
 }
 
-fn find<'a>(findings: &'a [Finding], id: &FindingId) -> Result<&'a Finding> {
-    findings.iter().find(|f| &f.id == id).ok_or_else(|| {
-        let known: Vec<String> = findings.iter().map(|f| f.id.to_string()).collect();
+fn find<'a, F: AsRef<Finding>>(findings: &'a [F], id: &FindingId) -> Result<&'a Finding> {
+    let mut all = findings.iter().map(AsRef::as_ref);
+    all.find(|f| &f.id == id).ok_or_else(|| {
+        let known: Vec<String> = findings.iter().map(|f| f.as_ref().id.to_string()).collect();
         Error::NothingToKill(format!(
             "no current finding has the id {id} (it may be resolved already); current findings: {}",
             if known.is_empty() {
@@ -211,7 +217,7 @@ fn with_forced(live: &LiveTable, pid: u32, tree: bool) -> LiveTable {
     while let Some(p) = frontier.pop() {
         if table.get(p).is_none() {
             let Some(proc) = read_forced(p) else { continue };
-            table.procs.push(proc);
+            table.procs.push(std::sync::Arc::new(proc));
         }
         if tree {
             frontier.extend(

@@ -86,7 +86,7 @@ fn a_timeline_that_does_not_continue_is_sent_whole() {
 fn one_changed_process_is_the_only_one_sent() {
     let a = sample_snapshot();
     let mut b = a.clone();
-    b.processes[0].cpu_percent = Some(99.0);
+    Arc::make_mut(&mut b.processes[0]).cpu_percent = Some(99.0);
     let c = round_trip(&a, &b);
     let p = c.processes.unwrap_or_default();
     assert_eq!(p.upsert.len(), 1);
@@ -137,12 +137,12 @@ fn edit(s: &mut Snapshot, op: u8, at: usize) {
         1 if !s.processes.is_empty() => {
             let i = pick(s.processes.len());
             let mut p = s.processes[i].clone();
-            p.pid = 100_000 + u32::try_from(at % 1000).unwrap_or(0);
+            Arc::make_mut(&mut p).pid = 100_000 + u32::try_from(at % 1000).unwrap_or(0);
             s.processes.insert(pick(s.processes.len() + 1), p);
         }
         2 if !s.processes.is_empty() => {
             let i = pick(s.processes.len());
-            s.processes[i].rss_bytes += 4096;
+            Arc::make_mut(&mut s.processes[i]).rss_bytes += 4096;
         }
         3 if !s.tree.is_empty() => {
             let i = pick(s.tree.len());

@@ -65,11 +65,11 @@ pub struct SnapshotChanges {
     /// Debug sessions (sent whole when any changed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub debug_sessions: Option<Vec<DebugSession>>,
+    pub debug_sessions: Option<Vec<std::sync::Arc<DebugSession>>>,
     /// Processes, by identity (`pid:start_ticks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub processes: Option<Keyed<Proc>>,
+    pub processes: Option<Keyed<std::sync::Arc<Proc>>>,
     /// The tree, as rows in depth-first order, by node id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -77,7 +77,7 @@ pub struct SnapshotChanges {
     /// Findings, by finding id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
-    pub findings: Option<Keyed<Finding>>,
+    pub findings: Option<Keyed<std::sync::Arc<Finding>>>,
     /// The finding groups (sent whole when any changed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
@@ -182,6 +182,12 @@ pub struct TimelineChanges {
 pub trait Key {
     /// The key.
     fn key(&self) -> String;
+}
+
+impl<T: Key> Key for std::sync::Arc<T> {
+    fn key(&self) -> String {
+        (**self).key()
+    }
 }
 
 impl Key for Proc {

@@ -177,12 +177,18 @@ fn thousands(n: usize) -> String {
     out
 }
 
+impl AsRef<Finding> for Finding {
+    fn as_ref(&self) -> &Finding {
+        self
+    }
+}
+
 /// The findings grouped by kind and cause, in the order their first finding appears (findings
 /// come worst first, so groups do too).
-pub fn group_findings(findings: &[Finding]) -> Vec<FindingGroup> {
+pub fn group_findings<F: AsRef<Finding>>(findings: &[F]) -> Vec<FindingGroup> {
     let mut groups: Vec<(FindingGroup, std::collections::BTreeSet<u32>)> = Vec::new();
     let mut at_key: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for f in findings {
+    for f in findings.iter().map(AsRef::as_ref) {
         let server = f.server_pid.filter(|_| f.kind.groups_by_server());
         let key = format!(
             "{}@{}",

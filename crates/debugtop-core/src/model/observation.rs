@@ -127,8 +127,8 @@ pub struct SelfInfo {
 /// just exited, whose pid may already belong to someone else), and who is asking.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LiveTable {
-    /// Live, server-related processes.
-    pub procs: Vec<Proc>,
+    /// Live, server-related processes (shared with the step's snapshot).
+    pub procs: Vec<std::sync::Arc<Proc>>,
     /// The process that will execute the plan.
     pub me: SelfInfo,
 }
@@ -140,20 +140,20 @@ impl LiveTable {
             procs: procs
                 .iter()
                 .filter(|p| p.exited_at.is_none() && p.state != super::process::ProcState::Dead)
-                .cloned()
+                .map(|p| std::sync::Arc::new(p.clone()))
                 .collect(),
             me,
         }
     }
 
     /// The live processes of a table, taking it.
-    pub fn from_procs(mut procs: Vec<Proc>, me: SelfInfo) -> Self {
+    pub fn from_procs(mut procs: Vec<std::sync::Arc<Proc>>, me: SelfInfo) -> Self {
         procs.retain(|p| p.exited_at.is_none() && p.state != super::process::ProcState::Dead);
         Self { procs, me }
     }
 
     /// The process with this pid.
     pub fn get(&self, pid: u32) -> Option<&Proc> {
-        self.procs.iter().find(|p| p.pid == pid)
+        self.procs.iter().find(|p| p.pid == pid).map(|p| &**p)
     }
 }

@@ -162,13 +162,13 @@ pub struct Snapshot {
     /// HTTP sessions (from /health and logs).
     pub http_sessions: Vec<HttpSession>,
     /// Debug sessions.
-    pub debug_sessions: Vec<DebugSession>,
+    pub debug_sessions: Vec<Arc<DebugSession>>,
     /// Every server-related process (and tombs of those that just exited).
-    pub processes: Vec<Proc>,
+    pub processes: Vec<Arc<Proc>>,
     /// The reconciled tree.
     pub tree: Vec<Arc<TreeNode>>,
     /// Findings.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Arc<Finding>>,
     /// The findings by kind and cause (one line and one bulk plan each).
     #[serde(default)]
     pub groups: Vec<FindingGroup>,

@@ -41,7 +41,7 @@ pub struct AuditResult {
     /// Server-related processes looked at.
     pub processes: u32,
     /// What it found (empty: all healthy), worst first.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<std::sync::Arc<Finding>>,
     /// The findings by kind and cause, each with one bulk plan.
     #[serde(default)]
     pub groups: Vec<FindingGroup>,

@@ -89,10 +89,10 @@ where
 #[derive(Debug, Default)]
 pub struct LiveRedaction {
     home: Option<String>,
-    procs: Memo<ProcId, Proc>,
+    procs: Memo<ProcId, Arc<Proc>>,
     tree: TreeMemo,
-    findings: Memo<FindingId, Finding>,
-    debug_sessions: Memo<String, DebugSession>,
+    findings: Memo<FindingId, Arc<Finding>>,
+    debug_sessions: Memo<String, Arc<DebugSession>>,
     http_sessions: Memo<String, HttpSession>,
 }
 
@@ -115,24 +115,39 @@ impl LiveRedaction {
         let http_sessions = std::mem::take(&mut s.http_sessions);
         let timeline = std::mem::take(&mut s.timeline);
         let home = self.home.as_deref();
+        let mut laps = crate::cost::Laps::start();
         redact_snapshot(s, home);
-        s.processes = self.procs.apply(procs, home, Proc::id, |last, now| {
-            last.raw.refresh_from(now) && {
+        laps.lap("redaction: the rest");
+        s.processes = self.procs.apply(
+            procs,
+            home,
+            |p| p.id(),
+            |last, now| {
+                if Arc::ptr_eq(&last.raw, now) {
+                    return true;
+                }
                 // Samples are numbers and fixed words: nothing to redact in them.
-                last.redacted.refresh_from(now);
-                true
-            }
-        });
+                let same = Arc::make_mut(&mut last.raw).refresh_from(now);
+                if same {
+                    Arc::make_mut(&mut last.redacted).refresh_from(now);
+                }
+                same
+            },
+        );
+        laps.lap("redaction: processes");
         s.findings = self
             .findings
-            .apply(findings, home, |f| f.id.clone(), unchanged);
+            .apply(findings, home, |f| f.id.clone(), unchanged_shared);
+        laps.lap("redaction: findings");
         s.debug_sessions =
             self.debug_sessions
-                .apply(debug_sessions, home, |d| d.id.clone(), unchanged);
+                .apply(debug_sessions, home, |d| d.id.clone(), unchanged_shared);
         s.http_sessions =
             self.http_sessions
                 .apply(http_sessions, home, |h| h.id.clone(), unchanged);
+        laps.lap("redaction: sessions");
         s.tree = self.tree(&tree);
+        laps.lap("redaction: tree");
         s.timeline = timeline;
     }
 
@@ -192,6 +207,11 @@ fn unchanged<T: PartialEq>(last: &mut Pair<T>, now: &T) -> bool {
     last.raw == *now
 }
 
+/// The same allocation (shared from the last step), or equal.
+fn unchanged_shared<T: PartialEq>(last: &mut Pair<Arc<T>>, now: &Arc<T>) -> bool {
+    Arc::ptr_eq(&last.raw, now) || *last.raw == **now
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -213,13 +233,13 @@ mod tests {
         match op {
             0 => {
                 let i = at % s.processes.len().max(1);
-                if let Some(p) = s.processes.get_mut(i) {
+                if let Some(p) = s.processes.get_mut(i).map(Arc::make_mut) {
                     p.argv.push(format!("--token={secret}"));
                 }
             }
             1 => {
                 let i = at % s.processes.len().max(1);
-                if let Some(p) = s.processes.get_mut(i) {
+                if let Some(p) = s.processes.get_mut(i).map(Arc::make_mut) {
                     p.cpu_percent = Some(at as f32 / 7.0);
                     p.rss_bytes = at as u64 * 4096;
                 }
@@ -235,7 +255,7 @@ mod tests {
             }
             3 => {
                 let i = at % s.findings.len().max(1);
-                if let Some(f) = s.findings.get_mut(i) {
+                if let Some(f) = s.findings.get_mut(i).map(Arc::make_mut) {
                     f.evidence.push(format!("Authorization: Bearer {secret}"));
                 }
             }
@@ -245,7 +265,7 @@ mod tests {
                 }
             }
             5 => {
-                if let Some(d) = s.debug_sessions.first_mut() {
+                if let Some(d) = s.debug_sessions.first_mut().map(Arc::make_mut) {
                     d.name = Some(format!("run --pass {secret}"));
                 }
             }
@@ -282,14 +302,14 @@ mod tests {
     #[test]
     fn a_process_whose_samples_change_keeps_its_redacted_command_line() {
         let mut s = sample_snapshot();
-        s.processes[0]
+        Arc::make_mut(&mut s.processes[0])
             .argv
             .push("--adapter-access-token=Zq0123456789".into());
         let mut live = LiveRedaction::new(None);
         let mut first = s.clone();
         live.apply(&mut first);
-        s.processes[0].cpu_percent = Some(99.0);
-        s.processes[0].rss_bytes = 1 << 30;
+        Arc::make_mut(&mut s.processes[0]).cpu_percent = Some(99.0);
+        Arc::make_mut(&mut s.processes[0]).rss_bytes = 1 << 30;
         let mut second = s.clone();
         live.apply(&mut second);
         assert_eq!(second.processes[0].cpu_percent, Some(99.0));

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 use crate::model::{
     DebugSession, Finding, FindingKind, NodeKind, Severity, Snapshot, SourceState, TreeNode,
@@ -94,6 +95,7 @@ fn stuck_sessions(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     let stuck: Vec<&DebugSession> = s
         .debug_sessions
         .iter()
+        .map(|d| &**d)
         .filter(|d| {
             s.findings.iter().any(|f| {
                 f.kind == FindingKind::StuckSession && f.session_id.as_deref() == Some(&d.id)
@@ -344,7 +346,7 @@ fn summary(s: &Snapshot) -> String {
     )
 }
 
-fn finding_marks(findings: &[Finding]) -> BTreeMap<u32, Vec<&'static str>> {
+fn finding_marks(findings: &[Arc<Finding>]) -> BTreeMap<u32, Vec<&'static str>> {
     let mut m: BTreeMap<u32, Vec<&'static str>> = BTreeMap::new();
     for f in findings {
         for p in &f.pids {
@@ -498,6 +500,7 @@ mod tests {
         let d = s
             .debug_sessions
             .iter_mut()
+            .map(Arc::make_mut)
             .find(|d| !d.progress.stages.is_empty())
             .unwrap();
         d.progress.stages.truncate(4);
@@ -510,10 +513,10 @@ mod tests {
             });
         }
         let id = d.id.clone();
-        let mut f = s.findings[0].clone();
+        let mut f = (*s.findings[0]).clone();
         f.kind = FindingKind::StuckSession;
         f.session_id = Some(id);
-        s.findings.push(f);
+        s.findings.push(Arc::new(f));
         let md = render(&s);
         let section = md.split("## Stuck sessions").nth(1).unwrap();
         let section = section.split("## Process tree").next().unwrap();
@@ -525,7 +528,7 @@ mod tests {
     #[test]
     fn a_pasted_report_pings_nobody_and_links_nothing() {
         let mut s = sample_snapshot();
-        s.findings[0]
+        Arc::make_mut(&mut s.findings[0])
             .evidence
             .push("cc @octocat, fixes #123, see https://evil.example/x or www.evil.example".into());
         let md = render(&s);
@@ -546,7 +549,7 @@ mod tests {
         let mut s = sample_snapshot();
         Arc::make_mut(&mut Arc::make_mut(&mut s.tree[0]).children[0]).label =
             "<img src=x onerror=alert(1)> ```` | [x](javascript:alert(1))".into();
-        s.findings[0]
+        Arc::make_mut(&mut s.findings[0])
             .evidence
             .push("<script>alert(1)</script> | *bold* [link](http://x)".into());
         let md = render(&s);

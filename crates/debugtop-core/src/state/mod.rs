@@ -12,16 +12,18 @@ pub mod rules;
 pub mod share;
 pub mod timeline;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::{
-    LiveTable, Observation, ScanStats, Snapshot, SourceKind, SourceState, SourceStatus, Update,
-    SCHEMA,
+    DebugSession, Finding, FindingId, LiveTable, Observation, Proc, ProcId, ScanStats, Snapshot,
+    SourceKind, SourceState, SourceStatus, TreeNode, Update, SCHEMA,
 };
 use crate::redact::{redact_serde, LiveRedaction};
 use knowledge::Knowledge;
 use reconcile::World;
 use rules::{Evaluator, VerdictConfig};
+use share::Interned;
 use timeline::Timeline;
 
 /// What the state step is told.
@@ -63,8 +65,11 @@ pub struct State {
     timeline: Timeline,
     live: LiveTable,
     redaction: LiveRedaction,
-    /// Last step's tree, for sharing what did not change.
-    tree: Vec<std::sync::Arc<crate::model::TreeNode>>,
+    /// Last step's processes and tree, for sharing what did not change.
+    procs: Interned<ProcId, Proc>,
+    tree: Vec<Arc<TreeNode>>,
+    sessions: Interned<(Option<u32>, String), DebugSession>,
+    findings: Interned<FindingId, Finding>,
     seq: u64,
 }
 
@@ -84,7 +89,10 @@ impl State {
             },
             live: LiveTable::default(),
             redaction: LiveRedaction::new(config.home.clone()),
+            procs: Interned::default(),
             tree: Vec::new(),
+            sessions: Interned::default(),
+            findings: Interned::default(),
             seq: 0,
             config,
         }
@@ -99,16 +107,27 @@ impl State {
         laps.lap("step: timeline (processes)");
         let events = self.knowledge.apply(&obs);
         laps.lap("step: knowledge");
-        let mut world = reconcile::build(&obs, self.timeline.tombs(), &self.knowledge);
+        // The table is not read from the observation again this step: it is shared instead.
+        let table = self
+            .procs
+            .share(std::mem::take(&mut obs.table.procs), Proc::id);
+        let tombs = self.timeline.tombs().into_iter().map(Arc::new);
+        let procs = table.iter().cloned().chain(tombs).collect();
+        laps.lap("step: sharing (processes)");
+        let mut world = reconcile::from_shared(&obs, procs, &self.knowledge);
         laps.lap("step: reconcile");
         world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));
         self.tree.clone_from(&world.tree);
-        laps.lap("step: sharing");
-        // The table is not read again this step: the live table takes it instead of a copy.
-        let procs = std::mem::take(&mut obs.table.procs);
-        self.live = LiveTable::from_procs(procs, obs.me.clone());
+        world.debug_sessions = self
+            .sessions
+            .share_built(std::mem::take(&mut world.debug_sessions), |d| {
+                (d.server_pid, d.id.clone())
+            });
+        laps.lap("step: sharing (tree, sessions)");
+        self.live = LiveTable::from_procs(table, obs.me.clone());
         laps.lap("step: live table");
         let findings = self.evaluator.evaluate(&world, &self.live);
+        let findings = self.findings.share(findings, |f| f.id.clone());
         laps.lap("step: rules");
         self.timeline.observe_world(&world, &findings, &events);
         laps.lap("step: timeline (world)");
@@ -142,11 +161,12 @@ impl State {
     fn snapshot(
         &mut self,
         world: &World,
-        findings: Vec<crate::model::Finding>,
+        findings: Vec<Arc<Finding>>,
         obs: &Observation,
     ) -> Snapshot {
         let window = chrono::Duration::from_std(self.config.timeline_window)
             .unwrap_or_else(|_| chrono::Duration::minutes(10));
+        let mut laps = crate::cost::Laps::start();
         let mut sources = vec![process_table_status(&obs.table.stats)];
         sources.extend(world.sources.iter().cloned());
         let mut s = Snapshot {
@@ -167,9 +187,11 @@ impl State {
             sources,
             environment: None,
         };
+        laps.lap("snapshot: copy");
         if self.config.redact {
             self.redaction.apply(&mut s);
         }
+        laps.lap("snapshot: redaction");
         s
     }
 }

@@ -152,7 +152,7 @@ impl ArgvMemo {
 
     /// Forgets the processes no longer live.
     pub fn retain_live(&mut self, live: &LiveTable) {
-        let ids: std::collections::HashSet<ProcId> = live.procs.iter().map(Proc::id).collect();
+        let ids: std::collections::HashSet<ProcId> = live.procs.iter().map(|p| p.id()).collect();
         self.0.get_mut().retain(|id, _| ids.contains(id));
     }
 }
@@ -305,7 +305,7 @@ mod tests {
 
     fn live(procs: Vec<Proc>) -> LiveTable {
         LiveTable {
-            procs,
+            procs: procs.into_iter().map(std::sync::Arc::new).collect(),
             me: SelfInfo {
                 pid: 50,
                 uid: Some(1000),

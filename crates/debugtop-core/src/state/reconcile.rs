@@ -26,7 +26,7 @@ pub struct World {
     /// When.
     pub at: DateTime<Utc>,
     /// Server-related processes, live and just exited (tombs, state `X`).
-    pub procs: Vec<Proc>,
+    pub procs: Vec<Arc<Proc>>,
     /// Live servers.
     pub servers: Vec<ServerInfo>,
     /// One tree per server (live, gone, remote).
@@ -34,7 +34,7 @@ pub struct World {
     /// HTTP sessions known.
     pub http_sessions: Vec<HttpSession>,
     /// Debug sessions known.
-    pub debug_sessions: Vec<DebugSession>,
+    pub debug_sessions: Vec<Arc<DebugSession>>,
     /// Health of each source per server.
     pub sources: Vec<SourceStatus>,
     /// The latest `/health` outcome per live server pid.
@@ -51,6 +51,7 @@ impl World {
         self.procs
             .iter()
             .find(|p| p.pid == pid && p.exited_at.is_none())
+            .map(|p| &**p)
     }
 
     /// The live server with this pid.
@@ -59,10 +60,22 @@ impl World {
     }
 }
 
-/// Joins everything known into one tree per server.
+/// Joins everything known into one tree per server: the observation's table and `tombs`.
 pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
-    let mut procs = obs.table.procs.clone();
-    procs.extend(tombs);
+    let procs = obs
+        .table
+        .procs
+        .iter()
+        .cloned()
+        .chain(tombs)
+        .map(Arc::new)
+        .collect();
+    from_shared(obs, procs, k)
+}
+
+/// Joins everything known into one tree per server, over `procs` (live and tombs; the
+/// observation's own table is not read).
+pub fn from_shared(obs: &Observation, procs: Vec<Arc<Proc>>, k: &Knowledge) -> World {
     let stdio = stdio_servers(&obs.table.servers, &procs);
     let (by_server, gone) = group_by_server(&obs.table.servers, &procs, &stdio);
     let mut w = World {
@@ -97,7 +110,7 @@ pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
 
 /// Stdio MCP servers that are not mcp-debugger (their own `server_pid`, not a live
 /// mcp-debugger server's): what runs under them belongs to them, not to a gone debug server.
-fn stdio_servers(servers: &[ServerInfo], procs: &[Proc]) -> BTreeSet<u32> {
+fn stdio_servers(servers: &[ServerInfo], procs: &[Arc<Proc>]) -> BTreeSet<u32> {
     procs
         .iter()
         .filter(|p| p.role == Role::Server && p.mcp.is_some())
@@ -109,9 +122,10 @@ fn stdio_servers(servers: &[ServerInfo], procs: &[Proc]) -> BTreeSet<u32> {
 /// Hosts and what they started: each live host's mcp-debugger servers (moved under it) and
 /// other stdio servers with what they started; servers whose host is gone under a node for the
 /// gone host.
-fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
+fn host_trees(w: &mut World, procs: &[Arc<Proc>], stdio: &BTreeSet<u32>) {
     let live_hosts: Vec<&Proc> = procs
         .iter()
+        .map(|p| &**p)
         .filter(|p| p.role == Role::Host && p.exited_at.is_none())
         .collect();
     let host_of = |p: &Proc| p.host.as_ref().map(|h| (h.pid, h.start_ticks));
@@ -122,7 +136,7 @@ fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
         let host = (node.kind == NodeKind::Server)
             .then(|| node.pid.and_then(|pid| procs.iter().find(|p| p.pid == pid)))
             .flatten()
-            .and_then(host_of);
+            .and_then(|p| host_of(p));
         match host {
             Some(h) => groups.entry(Some(h)).or_default().push(node),
             None => top.push(node),
@@ -134,6 +148,7 @@ fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
         };
         let mine: Vec<&Proc> = procs
             .iter()
+            .map(|p| &**p)
             .filter(|p| p.pid == sp || p.server_pid == Some(sp))
             .collect();
         groups
@@ -159,7 +174,7 @@ fn host_trees(w: &mut World, procs: &[Proc], stdio: &BTreeSet<u32>) {
 }
 
 /// The node for a host that is gone, named as its servers remember it.
-fn gone_host_node(key: Option<(u32, u64)>, procs: &[Proc]) -> TreeNode {
+fn gone_host_node(key: Option<(u32, u64)>, procs: &[Arc<Proc>]) -> TreeNode {
     let remembered = key.and_then(|(pid, ticks)| {
         procs.iter().find_map(|p| {
             p.host
@@ -203,7 +218,7 @@ type ByServer<'a> = BTreeMap<u32, Vec<&'a Proc>>;
 /// than the process that names it. The rest belong to gone servers.
 fn group_by_server<'a>(
     servers: &[ServerInfo],
-    procs: &'a [Proc],
+    procs: &'a [Arc<Proc>],
     stdio: &BTreeSet<u32>,
 ) -> (ByServer<'a>, ByServer<'a>) {
     let mut by_server: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
@@ -264,7 +279,7 @@ fn live_server(
     node.children.extend(sessions);
     w.tree.push(Arc::new(node));
     w.http_sessions.extend(http.into_iter().map(|h| h.session));
-    w.debug_sessions.extend(debug);
+    w.debug_sessions.extend(debug.into_iter().map(Arc::new));
     if let Some(h) = health {
         w.health.insert(s.pid, h.result.clone());
     }
@@ -527,7 +542,7 @@ fn gone_server(w: &mut World, pid: u32, know: &ServerKnowledge, mine: &[&Proc]) 
     node.facts.push(Fact::table(What::ServerGone { pid }));
     let (sessions, debug) = session_nodes(pid, know, mine, w.at);
     node.children = sessions;
-    w.debug_sessions.extend(debug);
+    w.debug_sessions.extend(debug.into_iter().map(Arc::new));
     w.tree.push(Arc::new(node));
 }
 

@@ -24,14 +24,19 @@ impl<K, T> Default for Interned<K, T> {
 impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
     /// `now`, each element the last step's allocation where it is equal; forgets the rest.
     pub fn share(&mut self, now: Vec<T>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
+        self.share_built(now.into_iter().map(Arc::new).collect(), key)
+    }
+
+    /// As [`Interned::share`], for elements built this step already behind an `Arc`.
+    pub fn share_built(&mut self, now: Vec<Arc<T>>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
         let mut next = HashMap::with_capacity(now.len());
         let out = now
             .into_iter()
             .map(|x| {
                 let k = key(&x);
                 let shared = match self.0.remove(&k) {
-                    Some(old) if *old == x => old,
-                    _ => Arc::new(x),
+                    Some(old) if Arc::ptr_eq(&old, &x) || *old == *x => old,
+                    _ => x,
                 };
                 next.insert(k, Arc::clone(&shared));
                 shared

@@ -6,6 +6,7 @@
 //! leaving. Pure: times come from the observation.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -217,7 +218,7 @@ impl Timeline {
     pub fn observe_world(
         &mut self,
         world: &World,
-        findings: &[Finding],
+        findings: &[Arc<Finding>],
         logs: &[LogEvent],
     ) -> Vec<TimelineEvent> {
         let live: BTreeSet<SessionKey> = world
@@ -236,7 +237,7 @@ impl Timeline {
     fn observe_sessions(
         &mut self,
         now: DateTime<Utc>,
-        sessions: &[DebugSession],
+        sessions: &[Arc<DebugSession>],
         live: &BTreeSet<SessionKey>,
     ) -> Vec<TimelineEvent> {
         let mut out = Vec::new();
@@ -287,10 +288,14 @@ impl Timeline {
         out
     }
 
-    fn observe_findings(&mut self, now: DateTime<Utc>, findings: &[Finding]) -> Vec<TimelineEvent> {
+    fn observe_findings(
+        &mut self,
+        now: DateTime<Utc>,
+        findings: &[Arc<Finding>],
+    ) -> Vec<TimelineEvent> {
         let mut out = Vec::new();
         let current: BTreeMap<FindingId, &Finding> =
-            findings.iter().map(|f| (f.id.clone(), f)).collect();
+            findings.iter().map(|f| (f.id.clone(), &**f)).collect();
         for (id, f) in &current {
             if !self.findings.contains_key(id) {
                 let first = f.evidence.first().cloned().unwrap_or_default();

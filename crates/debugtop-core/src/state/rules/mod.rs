@@ -132,7 +132,11 @@ impl Ctx<'_> {
 
     /// Live processes (not tombs).
     pub fn procs(&self) -> impl Iterator<Item = &Proc> {
-        self.world.procs.iter().filter(|p| p.exited_at.is_none())
+        self.world
+            .procs
+            .iter()
+            .map(|p| &**p)
+            .filter(|p| p.exited_at.is_none())
     }
 
     /// The debug session with this id held by this server.
@@ -141,6 +145,7 @@ impl Ctx<'_> {
             .debug_sessions
             .iter()
             .find(|d| d.id == id && d.server_pid == Some(server))
+            .map(|d| &**d)
     }
 
     /// A kill plan for these processes and everything they started; `short` for processes

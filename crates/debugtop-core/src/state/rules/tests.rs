@@ -27,7 +27,9 @@ fn run_with(config: VerdictConfig, obs: impl IntoIterator<Item = Observation>) -
     for o in obs {
         last = s.step(o).snapshot.findings;
     }
-    last
+    last.into_iter()
+        .map(std::sync::Arc::unwrap_or_clone)
+        .collect()
 }
 
 fn kinds(f: &[Finding]) -> Vec<FindingKind> {
@@ -751,7 +753,12 @@ fn orphans() -> (
     });
     let _ = s.step(build(0));
     let snap = s.step(build(6)).snapshot;
-    (snap.findings, s.live().clone(), snap.groups)
+    let findings = snap
+        .findings
+        .into_iter()
+        .map(std::sync::Arc::unwrap_or_clone)
+        .collect();
+    (findings, s.live().clone(), snap.groups)
 }
 
 #[test]
