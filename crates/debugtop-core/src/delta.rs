@@ -65,34 +65,69 @@ pub fn forest(rows: &[TreeRow]) -> Vec<Arc<TreeNode>> {
 /// Changes from `a` to `b` of a keyed list; `Err(())` when keys repeat (not expressible).
 #[allow(clippy::result_unit_err)]
 pub fn keyed<T: Key + PartialEq + Clone>(a: &[T], b: &[T]) -> Result<Option<Keyed<T>>, ()> {
-    let old: HashMap<String, &T> = a.iter().map(|x| (x.key(), x)).collect();
-    let new_keys: Vec<String> = b.iter().map(Key::key).collect();
-    let new_set: HashSet<&str> = new_keys.iter().map(String::as_str).collect();
+    keyed_by(a, b, Key::key, |x, y| x == y, Clone::clone)
+}
+
+/// Changes from `a` to `b` of a shared list: an element that is the same allocation in both is
+/// unchanged without comparing it, and a list whose elements all are is unchanged without
+/// hashing a key.
+#[allow(clippy::result_unit_err)]
+pub fn keyed_shared<T: Key + PartialEq>(
+    a: &[Arc<T>],
+    b: &[Arc<T>],
+) -> Result<Option<Keyed<Arc<T>>>, ()> {
+    keyed_by(
+        a,
+        b,
+        |x| x.key(),
+        |x, y| Arc::ptr_eq(x, y) || x == y,
+        Arc::clone,
+    )
+}
+
+/// The keyed diff, over any element: its key, when two are the same, and what is sent.
+fn keyed_by<T, K, W>(
+    a: &[T],
+    b: &[T],
+    key: impl Fn(&T) -> K,
+    same: impl Fn(&T, &T) -> bool,
+    wire: impl Fn(&T) -> W,
+) -> Result<Option<Keyed<W>>, ()>
+where
+    K: std::hash::Hash + Eq + Into<String> + Clone,
+{
+    // Unchanged, in order: nothing to say (whatever the keys; no key is hashed).
+    if a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y)) {
+        return Ok(None);
+    }
+    let old: HashMap<K, &T> = a.iter().map(|x| (key(x), x)).collect();
+    let new_keys: Vec<K> = b.iter().map(&key).collect();
+    let new_set: HashSet<&K> = new_keys.iter().collect();
     if old.len() != a.len() || new_set.len() != b.len() {
         return Err(());
     }
     let mut k = Keyed::default();
     let mut expected = Vec::with_capacity(b.len());
     for x in a {
-        let key = x.key();
-        if new_set.contains(key.as_str()) {
-            expected.push(key);
+        let kx = key(x);
+        if new_set.contains(&kx) {
+            expected.push(kx);
         } else {
-            k.remove.push(key);
+            k.remove.push(kx.into());
         }
     }
-    for (x, key) in b.iter().zip(&new_keys) {
-        match old.get(key) {
-            Some(was) if *was == x => {}
-            Some(_) => k.upsert.push(x.clone()),
+    for (x, kx) in b.iter().zip(&new_keys) {
+        match old.get(kx) {
+            Some(was) if same(was, x) => {}
+            Some(_) => k.upsert.push(wire(x)),
             None => {
-                k.upsert.push(x.clone());
-                expected.push(key.clone());
+                k.upsert.push(wire(x));
+                expected.push(kx.clone());
             }
         }
     }
     if expected != new_keys {
-        k.order = Some(new_keys);
+        k.order = Some(new_keys.into_iter().map(Into::into).collect());
     }
     Ok((!k.upsert.is_empty() || !k.remove.is_empty() || k.order.is_some()).then_some(k))
 }
@@ -156,6 +191,59 @@ fn whole<T: PartialEq + Clone>(a: &[T], b: &[T]) -> Option<Vec<T>> {
     (a != b).then(|| b.to_vec())
 }
 
+/// [`whole`] for a shared list: the same allocations are equal without a comparison.
+fn whole_shared<T: PartialEq>(a: &[Arc<T>], b: &[Arc<T>]) -> Option<Vec<Arc<T>>> {
+    let same = a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y) || x == y);
+    (!same).then(|| b.to_vec())
+}
+
+/// A row of the tree as the diff compares it: where it hangs, and the node (whose children the
+/// comparison ignores). Borrowed: rows are copied only when they are sent.
+#[derive(Debug, Clone, Copy)]
+struct RowRef<'a> {
+    parent: Option<&'a str>,
+    node: &'a TreeNode,
+}
+
+impl RowRef<'_> {
+    fn same(&self, other: &Self) -> bool {
+        // The same node may hang elsewhere now (a moved subtree): the parent is always compared.
+        self.parent == other.parent
+            && (std::ptr::eq(self.node, other.node) || self.node.same_row(other.node))
+    }
+
+    fn wire(&self) -> TreeRow {
+        TreeRow {
+            parent: self.parent.map(str::to_owned),
+            node: self.node.without_children(),
+        }
+    }
+}
+
+fn row_refs(tree: &[Arc<TreeNode>]) -> Vec<RowRef<'_>> {
+    fn walk<'a>(n: &'a TreeNode, parent: Option<&'a str>, out: &mut Vec<RowRef<'a>>) {
+        out.push(RowRef { parent, node: n });
+        for c in &n.children {
+            walk(c, Some(&n.id), out);
+        }
+    }
+    let mut out = Vec::new();
+    for n in tree {
+        walk(n, None, &mut out);
+    }
+    out
+}
+
+/// The tree's changes as rows: none, without walking it, when every root is the same
+/// allocation (nothing in it changed).
+fn tree_changes(a: &[Arc<TreeNode>], b: &[Arc<TreeNode>]) -> Result<Option<Keyed<TreeRow>>, ()> {
+    if a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y)) {
+        return Ok(None);
+    }
+    let (ra, rb) = (row_refs(a), row_refs(b));
+    keyed_by(&ra, &rb, |r| r.node.id.as_str(), RowRef::same, RowRef::wire)
+}
+
 fn head(s: &Snapshot) -> SnapshotHead {
     SnapshotHead {
         schema: s.schema.clone(),
@@ -165,15 +253,9 @@ fn head(s: &Snapshot) -> SnapshotHead {
     }
 }
 
-/// The changes from `a` (update `base`, whose tree rows are `a_rows`) to `b`; `None` when
-/// they cannot be said as changes (repeated keys): send `b` whole.
-pub fn diff(
-    base: u64,
-    a: &Snapshot,
-    a_rows: &[TreeRow],
-    b: &Update,
-    b_rows: &[TreeRow],
-) -> Option<SnapshotChanges> {
+/// The changes from `a` (update `base`) to `b`; `None` when they cannot be said as changes
+/// (repeated keys): send `b` whole.
+pub fn diff(base: u64, a: &Snapshot, b: &Update) -> Option<SnapshotChanges> {
     let s = &b.snapshot;
     let h = head(s);
     Some(SnapshotChanges {
@@ -184,10 +266,10 @@ pub fn diff(
         head: (head(a) != h).then_some(h),
         servers: whole(&a.servers, &s.servers),
         http_sessions: whole(&a.http_sessions, &s.http_sessions),
-        debug_sessions: whole(&a.debug_sessions, &s.debug_sessions),
-        processes: keyed(&a.processes, &s.processes).ok()?,
-        tree: keyed(a_rows, b_rows).ok()?,
-        findings: keyed(&a.findings, &s.findings).ok()?,
+        debug_sessions: whole_shared(&a.debug_sessions, &s.debug_sessions),
+        processes: keyed_shared(&a.processes, &s.processes).ok()?,
+        tree: tree_changes(&a.tree, &s.tree).ok()?,
+        findings: keyed_shared(&a.findings, &s.findings).ok()?,
         groups: whole(&a.groups, &s.groups),
         timeline: timeline(&a.timeline, &s.timeline),
         log_excerpts: whole(&a.log_excerpts, &s.log_excerpts),
@@ -248,7 +330,7 @@ fn replace<T: Clone>(to: &mut Vec<T>, from: &Option<Vec<T>>) {
 /// One window's side of the stream: the update it was sent last, to say the next as changes.
 #[derive(Debug, Default)]
 pub struct Follower {
-    last: Option<(Arc<Update>, Vec<TreeRow>)>,
+    last: Option<Arc<Update>>,
 }
 
 impl Follower {
@@ -261,20 +343,15 @@ impl Follower {
     /// after [`Follower::resync`], when the update is not newer than the last one sent
     /// (another world), or when changes cannot say it; otherwise only what changed.
     pub fn next(&mut self, next: &Arc<Update>) -> Option<ViewMessage> {
-        if self
-            .last
-            .as_ref()
-            .is_some_and(|(a, _)| Arc::ptr_eq(a, next))
-        {
+        if self.last.as_ref().is_some_and(|a| Arc::ptr_eq(a, next)) {
             return None;
         }
-        let rows_b = rows(&next.snapshot.tree);
-        let changes = self.last.as_ref().and_then(|(a, rows_a)| {
+        let changes = self.last.as_ref().and_then(|a| {
             (next.seq > a.seq && next.snapshot.host == a.snapshot.host)
-                .then(|| diff(a.seq, &a.snapshot, rows_a, next, &rows_b))
+                .then(|| diff(a.seq, &a.snapshot, next))
                 .flatten()
         });
-        self.last = Some((Arc::clone(next), rows_b));
+        self.last = Some(Arc::clone(next));
         Some(match changes {
             Some(c) => ViewMessage::Changes(c),
             None => ViewMessage::Full {

@@ -102,18 +102,17 @@ impl State {
     pub fn step(&mut self, mut obs: Observation) -> Update {
         self.seq += 1;
         let mut laps = crate::cost::Laps::start();
-        self.timeline
-            .observe_procs(obs.at, &obs.table.procs, &obs.exits);
-        laps.lap("step: timeline (processes)");
         let events = self.knowledge.apply(&obs);
         laps.lap("step: knowledge");
         // The table is not read from the observation again this step: it is shared instead.
         let table = self
             .procs
             .share(std::mem::take(&mut obs.table.procs), Proc::id);
+        laps.lap("step: sharing (processes)");
+        self.timeline.observe_procs(obs.at, &table, &obs.exits);
+        laps.lap("step: timeline (processes)");
         let tombs = self.timeline.tombs().into_iter().map(Arc::new);
         let procs = table.iter().cloned().chain(tombs).collect();
-        laps.lap("step: sharing (processes)");
         let mut world = reconcile::from_shared(&obs, procs, &self.knowledge);
         laps.lap("step: reconcile");
         world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));

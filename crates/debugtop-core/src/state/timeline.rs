@@ -34,11 +34,11 @@ pub struct Timeline {
     events: VecDeque<TimelineEvent>,
     capacity: usize,
     tomb_ttl: Duration,
-    procs: HashMap<ProcId, Proc>,
+    procs: HashMap<ProcId, Arc<Proc>>,
     sessions: BTreeSet<SessionKey>,
     ended: BTreeSet<SessionKey>,
-    findings: BTreeMap<FindingId, Finding>,
-    tombs: VecDeque<(Proc, DateTime<Utc>)>,
+    findings: HashMap<FindingId, Arc<Finding>>,
+    tombs: VecDeque<(Arc<Proc>, DateTime<Utc>)>,
     primed: bool,
     /// Redact each event as it is recorded (`Some(home)`), so a snapshot's timeline needs no
     /// redaction per tick.
@@ -62,7 +62,7 @@ impl Timeline {
             redact: None,
             sessions: BTreeSet::new(),
             ended: BTreeSet::new(),
-            findings: BTreeMap::new(),
+            findings: HashMap::new(),
             tombs: VecDeque::new(),
             primed: false,
         }
@@ -90,7 +90,7 @@ impl Timeline {
         self.tombs
             .iter()
             .map(|(p, at)| {
-                let mut p = p.clone();
+                let mut p = (**p).clone();
                 p.state = ProcState::Dead;
                 p.exited_at = Some(*at);
                 p.cpu_percent = None;
@@ -132,7 +132,7 @@ impl Timeline {
     pub fn observe_procs(
         &mut self,
         now: DateTime<Utc>,
-        procs: &[Proc],
+        procs: &[Arc<Proc>],
         exits: &[Exit],
     ) -> Vec<TimelineEvent> {
         let exit_at: HashMap<ProcId, DateTime<Utc>> = exits.iter().map(|e| (e.id, e.at)).collect();
@@ -143,13 +143,8 @@ impl Timeline {
             if let Some(e) = self.proc_change(&before, p, now, &exit_at) {
                 out.push(e);
             }
-            // The copy of last tick, brought up to date: at 5,000 processes, cloning each one
-            // every tick was most of this step.
-            let kept = before
-                .remove(&p.id())
-                .and_then(|mut q| q.refresh_from(p).then_some(q))
-                .unwrap_or_else(|| p.clone());
-            current.insert(p.id(), kept);
+            before.remove(&p.id());
+            current.insert(p.id(), Arc::clone(p));
         }
         for (id, p) in before {
             let at = exit_at.get(&id).copied().unwrap_or(now);
@@ -175,7 +170,7 @@ impl Timeline {
     /// The event a process's new sample is, if any: it appeared, or its state changed.
     fn proc_change(
         &self,
-        before: &HashMap<ProcId, Proc>,
+        before: &HashMap<ProcId, Arc<Proc>>,
         p: &Proc,
         now: DateTime<Utc>,
         exit_at: &HashMap<ProcId, DateTime<Utc>>,
@@ -294,10 +289,10 @@ impl Timeline {
         findings: &[Arc<Finding>],
     ) -> Vec<TimelineEvent> {
         let mut out = Vec::new();
-        let current: BTreeMap<FindingId, &Finding> =
-            findings.iter().map(|f| (f.id.clone(), &**f)).collect();
+        let current: BTreeMap<&FindingId, &Arc<Finding>> =
+            findings.iter().map(|f| (&f.id, f)).collect();
         for (id, f) in &current {
-            if !self.findings.contains_key(id) {
+            if !self.findings.contains_key(*id) {
                 let first = f.evidence.first().cloned().unwrap_or_default();
                 let text = format!("{} raised: {first}", f.kind);
                 out.push(finding_event(
@@ -306,8 +301,16 @@ impl Timeline {
                 ));
             }
         }
-        for (id, f) in &self.findings {
-            if !current.contains_key(id) {
+        let mut gone: Vec<&Arc<Finding>> = self
+            .findings
+            .iter()
+            .filter(|(id, _)| !current.contains_key(id))
+            .map(|(_, f)| f)
+            .collect();
+        // In the order of their ids, as the events of one tick always were.
+        gone.sort_by(|a, b| a.id.cmp(&b.id));
+        for f in gone {
+            {
                 let text = format!("{} cleared", f.kind);
                 out.push(finding_event(
                     f,
@@ -315,13 +318,16 @@ impl Timeline {
                 ));
             }
         }
-        self.findings = current.into_iter().map(|(k, f)| (k, f.clone())).collect();
+        self.findings = current
+            .into_iter()
+            .map(|(k, f)| (k.clone(), Arc::clone(f)))
+            .collect();
         out
     }
 }
 
 /// For a host that exited: what still runs of what it started (its servers remember it).
-fn survivors(gone: &Proc, procs: &[Proc]) -> String {
+fn survivors(gone: &Proc, procs: &[Arc<Proc>]) -> String {
     if gone.role != crate::model::Role::Host {
         return String::new();
     }
