@@ -474,14 +474,66 @@ pub struct Proc {
 }
 
 impl Proc {
-    /// Takes `now`'s samples (CPU, memory, scheduler state: numbers and fixed words) into this
-    /// earlier copy of the same process; `true` if it then equals `now` whole — the copy is up
-    /// to date without a clone.
-    pub fn refresh_from(&mut self, now: &Proc) -> bool {
+    /// Equal to `now` but for the samples (CPU, memory, scheduler state).
+    pub fn same_but_samples(&self, now: &Proc) -> bool {
+        let Self {
+            pid,
+            ppid,
+            pgid,
+            sid,
+            state: _,
+            start_time,
+            start_ticks,
+            uid,
+            role,
+            argv,
+            markers,
+            cpu_percent: _,
+            rss_bytes: _,
+            server_pid,
+            session_id,
+            language,
+            owner_pid,
+            remembered_ppid,
+            exited_at,
+            stdio,
+            channel,
+            stdin_holders,
+            mcp,
+            host,
+            ns,
+            tracer_pid,
+        } = self;
+        *pid == now.pid
+            && *ppid == now.ppid
+            && *pgid == now.pgid
+            && *sid == now.sid
+            && *start_time == now.start_time
+            && *start_ticks == now.start_ticks
+            && *uid == now.uid
+            && *role == now.role
+            && *argv == now.argv
+            && *markers == now.markers
+            && *server_pid == now.server_pid
+            && *session_id == now.session_id
+            && *language == now.language
+            && *owner_pid == now.owner_pid
+            && *remembered_ppid == now.remembered_ppid
+            && *exited_at == now.exited_at
+            && *stdio == now.stdio
+            && *channel == now.channel
+            && *stdin_holders == now.stdin_holders
+            && *mcp == now.mcp
+            && *host == now.host
+            && *ns == now.ns
+            && *tracer_pid == now.tracer_pid
+    }
+
+    /// Takes `now`'s samples (CPU, memory, scheduler state: numbers and fixed words).
+    pub fn take_samples(&mut self, now: &Proc) {
         self.cpu_percent = now.cpu_percent;
         self.rss_bytes = now.rss_bytes;
         self.state = now.state;
-        *self == *now
     }
 }
 

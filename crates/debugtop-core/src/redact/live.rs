@@ -13,9 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{redact_serde, redact_snapshot};
-use crate::model::{
-    DebugSession, Finding, FindingId, HttpSession, Proc, ProcId, Snapshot, TreeNode,
-};
+use crate::model::{DebugSession, Finding, HttpSession, Proc, Snapshot, TreeNode};
 
 /// One element as it came and as it leaves.
 #[derive(Debug)]
@@ -37,51 +35,84 @@ impl<T: Clone + serde::Serialize + serde::de::DeserializeOwned> Pair<T> {
     }
 }
 
-/// Last tick's redacted elements of one list, by key.
+/// Last tick's redacted elements of one list, in last tick's order (most lists keep their
+/// order from tick to tick: an element at its old place is checked without hashing its key),
+/// with an index by key built only when some element moved or changed.
 #[derive(Debug)]
-struct Memo<K, T>(HashMap<K, Pair<T>>);
+struct Memo<T> {
+    last: Vec<Option<Pair<T>>>,
+}
 
-impl<K, T> Default for Memo<K, T> {
+impl<T> Default for Memo<T> {
     fn default() -> Self {
-        Self(HashMap::new())
+        Self { last: Vec::new() }
     }
 }
 
-impl<K, T> Memo<K, T>
+impl<T> Memo<T>
 where
-    K: std::hash::Hash + Eq,
     T: Clone + serde::Serialize + serde::de::DeserializeOwned,
 {
-    /// Redacts `raw`, reusing an element's last redaction where `same(last raw, now)` holds
-    /// (which may bring the last raw and redacted forms up to date); forgets what is gone.
-    fn apply(
+    /// Redacts `raw`, reusing an element's last redaction where it is the one at the same
+    /// place last tick (`at_place`: cheap, for shared elements the same allocation), or where
+    /// `same(last raw, now)` holds for the last element with its key (which may bring the last
+    /// raw and redacted forms up to date); forgets what is gone.
+    fn apply<K: std::hash::Hash + Eq>(
         &mut self,
         raw: Vec<T>,
         home: Option<&str>,
         key: impl Fn(&T) -> K,
+        at_place: impl Fn(&T, &T) -> bool,
         same: impl Fn(&mut Pair<T>, &T) -> bool,
     ) -> Vec<T> {
-        let mut next = HashMap::with_capacity(raw.len());
+        let mut last = std::mem::take(&mut self.last);
+        let mut index: Option<HashMap<K, usize>> = None;
+        let mut next = Vec::with_capacity(raw.len());
         let out = raw
             .into_iter()
-            .filter_map(|x| {
-                let k = key(&x);
-                let reused = self
-                    .0
-                    .remove(&k)
-                    .and_then(|mut pair| same(&mut pair, &x).then_some(pair));
-                let pair = match reused {
+            .enumerate()
+            .filter_map(|(i, x)| {
+                let placed = last
+                    .get_mut(i)
+                    .filter(|p| p.as_ref().is_some_and(|p| at_place(&p.raw, &x)))
+                    .and_then(Option::take);
+                let pair = match placed {
                     Some(pair) => pair,
-                    None => Pair::redact(x, home)?,
+                    None => {
+                        let index = index.get_or_insert_with(|| by_key(&last, &key));
+                        let reused = index
+                            .get(&key(&x))
+                            .and_then(|&j| last.get_mut(j))
+                            .and_then(Option::take)
+                            .and_then(|mut pair| same(&mut pair, &x).then_some(pair));
+                        match reused {
+                            Some(pair) => pair,
+                            None => Pair::redact(x, home)?,
+                        }
+                    }
                 };
                 let shown = pair.redacted.clone();
-                next.insert(k, pair);
+                next.push(Some(pair));
                 Some(shown)
             })
             .collect();
-        self.0 = next;
+        self.last = next;
         out
     }
+}
+
+/// Where each key sits in last tick's list (the first, if a key repeats).
+fn by_key<K: std::hash::Hash + Eq, T>(
+    last: &[Option<Pair<T>>],
+    key: impl Fn(&T) -> K,
+) -> HashMap<K, usize> {
+    let mut index = HashMap::with_capacity(last.len());
+    for (j, p) in last.iter().enumerate() {
+        if let Some(p) = p {
+            index.entry(key(&p.raw)).or_insert(j);
+        }
+    }
+    index
 }
 
 /// Last tick's redacted processes, tree rows (without their children), findings and
@@ -89,11 +120,11 @@ where
 #[derive(Debug, Default)]
 pub struct LiveRedaction {
     home: Option<String>,
-    procs: Memo<ProcId, Arc<Proc>>,
+    procs: Memo<Arc<Proc>>,
     tree: TreeMemo,
-    findings: Memo<FindingId, Arc<Finding>>,
-    debug_sessions: Memo<String, Arc<DebugSession>>,
-    http_sessions: Memo<String, HttpSession>,
+    findings: Memo<Arc<Finding>>,
+    debug_sessions: Memo<Arc<DebugSession>>,
+    http_sessions: Memo<HttpSession>,
 }
 
 impl LiveRedaction {
@@ -122,29 +153,44 @@ impl LiveRedaction {
             procs,
             home,
             |p| p.id(),
+            Arc::ptr_eq,
             |last, now| {
                 if Arc::ptr_eq(&last.raw, now) {
                     return true;
                 }
-                // Samples are numbers and fixed words: nothing to redact in them.
-                let same = Arc::make_mut(&mut last.raw).refresh_from(now);
+                // Samples are numbers and fixed words: nothing to redact in them. The raw form
+                // kept is the current allocation, so that the next tick finds it by pointer.
+                let same = last.raw.same_but_samples(now);
                 if same {
-                    Arc::make_mut(&mut last.redacted).refresh_from(now);
+                    last.raw = Arc::clone(now);
+                    Arc::make_mut(&mut last.redacted).take_samples(now);
                 }
                 same
             },
         );
         laps.lap("redaction: processes");
-        s.findings = self
-            .findings
-            .apply(findings, home, |f| f.id.clone(), unchanged_shared);
+        s.findings = self.findings.apply(
+            findings,
+            home,
+            |f| f.id.clone(),
+            Arc::ptr_eq,
+            unchanged_shared,
+        );
         laps.lap("redaction: findings");
-        s.debug_sessions =
-            self.debug_sessions
-                .apply(debug_sessions, home, |d| d.id.clone(), unchanged_shared);
-        s.http_sessions =
-            self.http_sessions
-                .apply(http_sessions, home, |h| h.id.clone(), unchanged);
+        s.debug_sessions = self.debug_sessions.apply(
+            debug_sessions,
+            home,
+            |d| d.id.clone(),
+            Arc::ptr_eq,
+            unchanged_shared,
+        );
+        s.http_sessions = self.http_sessions.apply(
+            http_sessions,
+            home,
+            |h| h.id.clone(),
+            |a, b| a == b,
+            unchanged,
+        );
         laps.lap("redaction: sessions");
         s.tree = self.tree(&tree);
         laps.lap("redaction: tree");
