@@ -340,3 +340,104 @@ fn a_traced_process_names_its_tracer() {
     assert_eq!(t.get(plain.pid).unwrap().tracer_pid, None);
     // The guard (dropped first) kills the traced child while strace still is its parent.
 }
+
+/// A process carrying a worker's markers (so the collector watches it) that runs `script`.
+fn watched(script: &str, session: &str) -> Spawned {
+    Spawned::spawn(
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg("sh")
+            .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
+            .arg(format!("--mcp-owner-pid={}", my_pid()))
+            .arg(format!("--mcp-session-id={session}")),
+    )
+}
+
+fn scans_until(
+    c: &mut ProcfsCollector,
+    what: &str,
+    mut f: impl FnMut(&debugtop_core::model::ProcessTable) -> bool,
+) {
+    for _ in 0..40 {
+        let t = c.scan().expect("scan");
+        if f(&t) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{what}: not seen in 40 scans");
+}
+
+#[test]
+fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning_one_every_scan() {
+    let quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000001");
+    let spin = watched(
+        "while :; do :; done",
+        "9a1e0000-0000-4000-8000-000000000002",
+    );
+    std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
+    let mut c = collector();
+    let mut spin_reads = 0;
+    for i in 0..16 {
+        let t = c.scan().expect("scan");
+        let q = t.procs.iter().find(|p| p.pid == quiet.pid);
+        let s = t.procs.iter().find(|p| p.pid == spin.pid);
+        assert!(
+            q.is_some() && s.is_some(),
+            "scan {i}: both listed every scan"
+        );
+        assert_eq!(q.map(|p| p.state), Some(ProcState::Sleeping));
+        // The spinning one is read every scan: its CPU is measured anew each time.
+        if s.and_then(|p| p.cpu_percent).is_some_and(|c| c > 1.0) {
+            spin_reads += 1;
+        }
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    // Quiet after 4 reads (the first, then 3 alike), then read one scan in four: 4 + 3 of 16.
+    let reads = |pid| c.cache().reads(pid).unwrap_or(0);
+    assert!(
+        (5..=9).contains(&reads(quiet.pid)),
+        "quiet: {} reads of 16",
+        reads(quiet.pid)
+    );
+    assert_eq!(reads(spin.pid), 16, "the spinning one is read every scan");
+    assert!(
+        spin_reads >= 14,
+        "the spinning one measured {spin_reads} times of 16"
+    );
+}
+
+#[test]
+fn a_quiet_process_that_stops_is_seen_within_four_scans_and_one_that_exits_at_once_when_told() {
+    let mut quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000003");
+    std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
+    let mut c = collector();
+    scans_until(&mut c, "its reads reused", |t| t.stats.quiet > 0);
+    quiet.signal(Signal::SIGSTOP);
+    quiet.wait_state('T', T);
+    let mut late = 0;
+    scans_until(&mut c, "stopped", |t| {
+        late += 1;
+        t.procs
+            .iter()
+            .any(|p| p.pid == quiet.pid && p.state == ProcState::Stopped)
+    });
+    assert!(
+        late <= debugtop_core::collect::QUIET_EVERY as usize,
+        "seen {late} scans late"
+    );
+    quiet.signal(Signal::SIGCONT);
+    scans_until(&mut c, "running again and quiet", |t| {
+        t.stats.quiet > 0 && t.procs.iter().any(|p| p.pid == quiet.pid)
+    });
+    // Killed and not reaped: a zombie. The exit watcher tells the collector; the next scan
+    // reads it whatever it was.
+    quiet.signal(Signal::SIGKILL);
+    quiet.wait_state('Z', T);
+    c.read_next([quiet.pid]);
+    let t = c.scan().expect("scan");
+    let z = t.procs.iter().find(|p| p.pid == quiet.pid).map(|p| p.state);
+    assert_eq!(z, Some(ProcState::Zombie));
+    quiet.reap();
+}

@@ -115,6 +115,15 @@ impl ExitWatcher {
         }
     }
 
+    /// The pids of the exits seen and not yet taken (for the next scan to read them).
+    pub fn pending_pids(&self) -> Vec<u32> {
+        self.shared
+            .state
+            .lock()
+            .map(|s| s.exits.iter().map(|((pid, _), _)| *pid).collect())
+            .unwrap_or_default()
+    }
+
     /// Exits seen since the last call, with the time each was seen.
     pub fn take_exits(&self) -> Vec<(Identity, DateTime<Utc>)> {
         self.shared

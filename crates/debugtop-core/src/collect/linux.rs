@@ -39,6 +39,8 @@ pub struct ProcfsCollector {
     cache: IdentityCache,
     gen: u64,
     fds: super::fds::FdWatch,
+    /// Pids the next scan reads whatever they did before (their exit was seen).
+    read_next: std::collections::HashSet<u32>,
 }
 
 impl ProcfsCollector {
@@ -62,7 +64,14 @@ impl ProcfsCollector {
             cache: IdentityCache::default(),
             gen: 0,
             fds: super::fds::FdWatch::default(),
+            read_next: std::collections::HashSet::new(),
         })
+    }
+
+    /// Makes the next scan read these pids, quiet or not (the exit watcher saw them exit: they
+    /// may be zombies now).
+    pub fn read_next(&mut self, pids: impl IntoIterator<Item = u32>) {
+        self.read_next.extend(pids);
     }
 
     /// The identity cache (read-only), for tests and diagnostics.
@@ -85,7 +94,9 @@ impl ProcfsCollector {
         // FULL_EVERY-th scan reads everything (a safety net for an old process exec'ing into a
         // server). Measured in BENCHMARKS.md.
         let full = self.gen % FULL_EVERY == 0;
-        let harvest = self.harvest_inner(full)?;
+        let harvest = self.harvest_inner(full);
+        self.read_next.clear();
+        let harvest = harvest?;
         Ok(finish(harvest, &mut self.cache, &mut self.fds))
     }
 
@@ -150,6 +161,14 @@ impl ProcfsCollector {
                     stats.processes += 1;
                     return None;
                 }
+                if !self.read_next.contains(&pid) {
+                    if let Some((stat, ident)) = self.cache.quiet_stat(pid, self.gen, pass.now) {
+                        stats.processes += 1;
+                        stats.quiet += 1;
+                        // Quiet: no CPU time used over its last reads.
+                        return Some(self.sample_of(&stat, ident, Some(0.0)));
+                    }
+                }
             }
         }
         let stat = read_stat_into(name, pass, stats)?;
@@ -165,18 +184,28 @@ impl ProcfsCollector {
             pass.now,
             self.gen,
         );
+        self.cache.keep_stat(&stat);
         if let Some(age) = pass.now_ticks.map(|n| n.saturating_sub(stat.starttime)) {
             let age = Duration::from_millis(age.saturating_mul(1000) / self.ticks_per_sec);
             self.cache
                 .set_born(stat.pid, pass.now.checked_sub(age).unwrap_or(pass.now));
         }
         stats.processes += 1;
-        Some(Sample {
+        Some(self.sample_of(&stat, ident, cpu_percent))
+    }
+
+    fn sample_of(
+        &self,
+        stat: &super::parse::StatFields,
+        ident: Arc<Ident>,
+        cpu_percent: Option<f32>,
+    ) -> Sample {
+        Sample {
             pid: stat.pid,
             ppid: stat.ppid,
             pgid: stat.pgrp,
             sid: stat.session,
-            state,
+            state: ProcState::from_letter(stat.state),
             start_ticks: stat.starttime,
             start_time: self.start_time(stat.starttime),
             cpu_percent,
@@ -187,7 +216,7 @@ impl ProcfsCollector {
             channel: None,
             parent_writes_stdin: false,
             ident,
-        })
+        }
     }
 
     /// What the process says about itself: cached per identity, re-read while it is young

@@ -82,6 +82,12 @@ pub fn read_stat(pid: u32) -> Option<parse::StatFields> {
     parse::parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// Reads in a row a watched process must be quiet before it is read only one scan in
+/// [`QUIET_EVERY`].
+pub const QUIET_AFTER: u8 = 3;
+/// How often a quiet watched process is read (every this many scans).
+pub const QUIET_EVERY: u64 = 4;
+
 /// How long after its start a process's argv is re-read: between `fork` and `exec` a child still
 /// shows its parent's command line.
 pub const YOUNG: Duration = Duration::from_secs(2);
@@ -208,6 +214,11 @@ struct CacheEntry {
     /// Hash of the command name (`/proc/<pid>/stat` field 2) when argv was read: a change means
     /// the process exec'd.
     comm_hash: u64,
+    /// The last stat read, and for how many reads in a row it said the same (no CPU time used,
+    /// sleeping, same memory): see [`IdentityCache::quiet_stat`].
+    last: Option<(parse::StatFields, u8)>,
+    /// How many times its stat was read (for tests and diagnostics).
+    reads: u32,
 }
 
 impl CacheEntry {
@@ -234,6 +245,11 @@ impl IdentityCache {
             .get(&pid)
             .filter(|e| e.start_ticks == start_ticks)
             .map(|e| &e.memory)
+    }
+
+    /// How many times the collector read `pid`'s stat (the one it holds now).
+    pub fn reads(&self, pid: u32) -> Option<u32> {
+        self.entries.get(&pid).map(|e| e.reads)
     }
 
     /// Number of identities held.
@@ -285,6 +301,8 @@ impl IdentityCache {
                         seen_gen: gen,
                         first_seen: now,
                         comm_hash: 0,
+                        last: None,
+                        reads: 0,
                     },
                 );
                 None
@@ -304,6 +322,52 @@ impl IdentityCache {
             }
             _ => false,
         }
+    }
+
+    /// Keeps `stat` as the identity's last read, counting the reads in a row that found it
+    /// quiet.
+    fn keep_stat(&mut self, stat: &parse::StatFields) {
+        if let Some(e) = self
+            .entries
+            .get_mut(&stat.pid)
+            .filter(|e| e.start_ticks == stat.starttime)
+        {
+            let quiet = e.last.as_ref().is_some_and(|(was, _)| {
+                was.utime + was.stime == stat.utime + stat.stime
+                    && was.rss == stat.rss
+                    && was.state == stat.state
+                    && matches!(stat.state, 'S' | 'I')
+            });
+            let runs = match (&e.last, quiet) {
+                (Some((_, n)), true) => n.saturating_add(1),
+                _ => 0,
+            };
+            e.last = Some((*stat, runs));
+            e.reads = e.reads.saturating_add(1);
+        }
+    }
+
+    /// In an incremental scan: the last stat of a watched identity that was quiet for its last
+    /// [`QUIET_AFTER`] reads (no CPU time, sleeping, same memory), on the scans it is not due
+    /// to be read (one in [`QUIET_EVERY`], staggered by pid); marks it seen. At 5,000 orphans
+    /// reading every stat was half of a tick; a quiet process that starts to spin or stops is
+    /// seen at most `QUIET_EVERY - 1` scans late (its exit at once: the caller forces a read of
+    /// a process whose exit the pidfd watcher saw).
+    fn quiet_stat(
+        &mut self,
+        pid: u32,
+        gen: u64,
+        now: Instant,
+    ) -> Option<(parse::StatFields, Arc<Ident>)> {
+        let e = self.entries.get_mut(&pid)?;
+        let (stat, runs) = e.last?;
+        let due = (gen + u64::from(pid)) % QUIET_EVERY == 0;
+        let young = now.duration_since(e.first_seen) < YOUNG;
+        if runs < QUIET_AFTER || due || young || !e.watched() {
+            return None;
+        }
+        e.seen_gen = gen;
+        Some((stat, Arc::clone(&e.ident)))
     }
 
     /// Records when the process was born (from its start ticks), so youth is the process's age,

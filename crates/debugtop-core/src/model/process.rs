@@ -584,6 +584,10 @@ pub struct ScanStats {
     pub vanished: u32,
     /// Processes with something we may not read (another user's environ; skipped or partial).
     pub denied: u32,
+    /// Watched processes that were quiet (no CPU time, sleeping) for their last reads and not
+    /// due to be read this scan: their last read stands.
+    #[serde(default)]
+    pub quiet: u32,
     /// Wall time of the scan, in microseconds.
     #[ts(type = "number")]
     pub duration_us: u64,

@@ -138,6 +138,10 @@ impl Sources {
 impl Local {
     fn read(&mut self) -> Result<LocalRead> {
         let mut laps = crate::cost::Laps::start();
+        // A process seen exiting is read this scan even if it was quiet: it may be a zombie.
+        if let Some(w) = &self.exits {
+            self.collector.read_next(w.pending_pids());
+        }
         let table = self.collector.scan()?;
         laps.lap("sources: process table");
         let exits = self.watched_exits(&table);
@@ -157,7 +161,7 @@ impl Local {
     }
 
     /// Arms a pidfd for every live process of the table; returns the exits seen since.
-    fn watched_exits(&self, table: &ProcessTable) -> Vec<Exit> {
+    fn watched_exits(&mut self, table: &ProcessTable) -> Vec<Exit> {
         let Some(w) = &self.exits else {
             return Vec::new();
         };
@@ -168,13 +172,17 @@ impl Local {
                 .filter(|p| p.state.is_alive())
                 .map(|p| (p.pid, p.start_ticks)),
         );
-        w.take_exits()
+        let exits: Vec<Exit> = w
+            .take_exits()
             .into_iter()
             .map(|((pid, ticks), at)| Exit {
                 id: ProcId::new(pid, ticks),
                 at,
             })
-            .collect()
+            .collect();
+        // Seen during this scan: the next one reads them (a quiet one was not read now).
+        self.collector.read_next(exits.iter().map(|e| e.id.pid));
+        exits
     }
 
     /// One server's ports and logs (health comes after, for all servers at once).

@@ -25,6 +25,11 @@ vanished: number,
  */
 denied: number, 
 /**
+ * Watched processes that were quiet (no CPU time, sleeping) for their last reads and not
+ * due to be read this scan: their last read stands.
+ */
+quiet: number, 
+/**
  * Wall time of the scan, in microseconds.
  */
 duration_us: number, };
