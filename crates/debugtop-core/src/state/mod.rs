@@ -205,10 +205,9 @@ fn process_table_status(stats: &ScanStats) -> SourceStatus {
             SourceState::Ok
         },
         format!(
-            "{} processes read in {} ms ({} quiet ones not due: their last read stands); {} vanished mid-read, {} not readable (other users)",
+            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users)",
             stats.processes,
             stats.duration_us / 1000,
-            stats.quiet,
             stats.vanished,
             stats.denied
         ),
