@@ -5,9 +5,12 @@
 //! almost nothing a process, a tree row or a finding says changes — a process's command line is
 //! fixed for its identity — so each of them is redacted once and the redacted copy reused while
 //! its raw form stays equal (numbers that cannot carry a secret — CPU, memory, scheduler
-//! state — are carried over); so is each HTTP and debug session. The rest of the snapshot
-//! (servers, groups, sources) is small and goes through [`redact_snapshot`] as before. The result is the same, string for
-//! string, as redacting the whole snapshot (property-tested).
+//! state — are carried over); so is each HTTP and debug session. What the step shares between
+//! ticks (`state::share`) is recognised by pointer: an element that is last tick's allocation at
+//! its old place is reused without a comparison, a subtree of the tree without a walk. The rest
+//! of the snapshot (servers, groups, sources) is small and goes through [`redact_snapshot`] as
+//! before. The result is the same, string for string, as redacting the whole snapshot
+//! (property-tested).
 
 use std::collections::HashMap;
 use std::sync::Arc;
