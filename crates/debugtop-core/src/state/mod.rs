@@ -65,7 +65,8 @@ pub struct State {
     timeline: Timeline,
     live: LiveTable,
     redaction: LiveRedaction,
-    /// Last step's processes and tree, for sharing what did not change.
+    /// Last step's processes, tree, debug sessions and findings, for sharing what did not
+    /// change (`share`).
     procs: Interned<ProcId, Proc>,
     tree: Vec<Arc<TreeNode>>,
     sessions: Interned<(Option<u32>, String), DebugSession>,
@@ -104,27 +105,7 @@ impl State {
         let mut laps = crate::cost::Laps::start();
         let events = self.knowledge.apply(&obs);
         laps.lap("step: knowledge");
-        // The table is not read from the observation again this step: it is shared instead.
-        let table = self
-            .procs
-            .share(std::mem::take(&mut obs.table.procs), Proc::id);
-        laps.lap("step: sharing (processes)");
-        self.timeline.observe_procs(obs.at, &table, &obs.exits);
-        laps.lap("step: timeline (processes)");
-        let tombs = self.timeline.tombs().into_iter().map(Arc::new);
-        let procs = table.iter().cloned().chain(tombs).collect();
-        let mut world = reconcile::from_shared(&obs, procs, &self.knowledge);
-        laps.lap("step: reconcile");
-        world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));
-        self.tree.clone_from(&world.tree);
-        world.debug_sessions = self
-            .sessions
-            .share_built(std::mem::take(&mut world.debug_sessions), |d| {
-                (d.server_pid, d.id.clone())
-            });
-        laps.lap("step: sharing (tree, sessions)");
-        self.live = LiveTable::from_procs(table, obs.me.clone());
-        laps.lap("step: live table");
+        let world = self.world(&mut obs, &mut laps);
         let findings = self.evaluator.evaluate(&world, &self.live);
         let findings = self.findings.share(findings, |f| f.id.clone());
         laps.lap("step: rules");
@@ -145,6 +126,32 @@ impl State {
             snapshot,
             events,
         }
+    }
+
+    /// The world of this observation, everything in it that did not change last step's
+    /// allocation; the live table too. The observation's table is taken (not read again).
+    fn world(&mut self, obs: &mut Observation, laps: &mut crate::cost::Laps) -> World {
+        let table = self
+            .procs
+            .share(std::mem::take(&mut obs.table.procs), Proc::id);
+        laps.lap("step: sharing (processes)");
+        self.timeline.observe_procs(obs.at, &table, &obs.exits);
+        laps.lap("step: timeline (processes)");
+        let tombs = self.timeline.tombs().into_iter().map(Arc::new);
+        let procs = table.iter().cloned().chain(tombs).collect();
+        let mut world = reconcile::from_shared(obs, procs, &self.knowledge);
+        laps.lap("step: reconcile");
+        world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));
+        self.tree.clone_from(&world.tree);
+        world.debug_sessions = self
+            .sessions
+            .share_built(std::mem::take(&mut world.debug_sessions), |d| {
+                (d.server_pid, d.id.clone())
+            });
+        laps.lap("step: sharing (tree, sessions)");
+        self.live = LiveTable::from_procs(table, obs.me.clone());
+        laps.lap("step: live table");
+        world
     }
 
     /// The live processes of the last step (never tombs), for planning kills.

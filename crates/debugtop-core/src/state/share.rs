@@ -145,3 +145,81 @@ mod tests {
         assert_eq!(i.0.len(), 1);
     }
 }
+
+/// Through the whole step: what did not change is the same allocation in the next snapshot,
+/// redacted or not.
+#[cfg(test)]
+mod step_tests {
+    use std::sync::Arc;
+
+    use crate::model::{Role, Snapshot};
+    use crate::state::{State, StateConfig};
+    use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};
+
+    /// Orphaned workers of a gone server 999 (findings, a tree), one of them at `cpu` %.
+    fn obs(t: i64, cpu: f32) -> crate::model::Observation {
+        let mut o = Obs::at(t);
+        for i in 0..5u32 {
+            let p = P::new(300 + i, Role::Worker)
+                .ppid(1)
+                .owner(999)
+                .session(&format!("s-{i}"))
+                .argv("node proxy-bootstrap.js --mcp-owner-pid=999 --token=Zq1secretvalue");
+            o = o.proc(if i == 0 { p.cpu(cpu) } else { p }.build());
+        }
+        o.build()
+    }
+
+    fn same<T>(x: &[Arc<T>], y: &[Arc<T>]) -> bool {
+        x.len() == y.len() && x.iter().zip(y).all(|(p, q)| Arc::ptr_eq(p, q))
+    }
+
+    fn same_allocations(a: &Snapshot, b: &Snapshot) -> bool {
+        same(&a.processes, &b.processes)
+            && same(&a.tree, &b.tree)
+            && same(&a.findings, &b.findings)
+            && same(&a.debug_sessions, &b.debug_sessions)
+    }
+
+    #[test]
+    fn an_unchanged_world_is_last_steps_allocations_redacted_or_not() {
+        for redact in [false, true] {
+            let mut s = State::new(StateConfig {
+                redact,
+                ..StateConfig::default()
+            });
+            // Past the grace: the findings are raised from the third step on.
+            let steps: Vec<Snapshot> = (0..4).map(|t| s.step(obs(t * 4, 0.0)).snapshot).collect();
+            assert!(!steps[3].findings.is_empty(), "orphans are findings");
+            assert!(
+                same_allocations(&steps[2], &steps[3]),
+                "redact {redact}: an unchanged step is shared"
+            );
+            if redact {
+                let argv = steps[3].processes[0].argv.join(" ");
+                assert!(!argv.contains("Zq1secretvalue"), "{argv}");
+            }
+        }
+    }
+
+    /// A process whose samples changed once kept a private copy in the redaction memo and was
+    /// redacted anew at every step after (found by the incident benchmark).
+    #[test]
+    fn a_process_whose_samples_changed_is_shared_again_the_step_after() {
+        let mut s = State::new(StateConfig::default());
+        for t in 0..3 {
+            let _ = s.step(obs(t * 4, 0.0));
+        }
+        // Below any spinning threshold: only the sample changes.
+        let changed = s.step(obs(12, 5.0)).snapshot;
+        let after = s.step(obs(16, 5.0)).snapshot;
+        let of = |s: &Snapshot| s.processes.iter().find(|p| p.pid == 300).cloned();
+        let (a, b) = (of(&changed), of(&after));
+        assert_eq!(a.as_ref().and_then(|p| p.cpu_percent), Some(5.0));
+        assert!(
+            a.zip(b).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)),
+            "the redacted process is reused once its samples are steady again"
+        );
+        assert!(same_allocations(&changed, &after));
+    }
+}
