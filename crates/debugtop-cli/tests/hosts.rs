@@ -255,6 +255,18 @@ fn pids_under(n: &Value, out: &mut Vec<u64>) {
     }
 }
 
+/// What `pid` started (waiting for it to start something), each to be ended on drop.
+fn children_of(pid: u32) -> Vec<Owned> {
+    wait_for(Duration::from_secs(10), || {
+        let d = descendants(pid);
+        (!d.is_empty()).then_some(d)
+    })
+    .unwrap_or_else(|| panic!("{pid} started nothing"))
+    .into_iter()
+    .map(|(p, _)| Owned::adopt(p))
+    .collect()
+}
+
 /// The near misses of `orphaned-server`, for real: a daemon under init whose stdin is
 /// `/dev/null`; a server re-parented to init whose supervisor still holds its pipes; and a
 /// nested mcp-debugger (stdio, with a mock session) under a live host that itself runs with an
@@ -276,6 +288,8 @@ fn near_misses_daemon_supervised_server_nested_mcp_debugger_raise_nothing() {
     ]));
     let daemon: u32 = sh.read_line(Duration::from_secs(10)).parse().unwrap();
     let _daemon = Owned::adopt(daemon);
+    // The eof-ignorer starts a child of its own: ours too, ended with it (it leaked before).
+    let _daemon_child = children_of(daemon);
     sh.reap();
     // A supervised server: re-parented, its supervisor holds both ends.
     let mut supervisor = Spawned::spawn(
@@ -286,6 +300,7 @@ fn near_misses_daemon_supervised_server_nested_mcp_debugger_raise_nothing() {
     let ready = supervisor.read_line(Duration::from_secs(20));
     let supervised: u32 = ready.strip_prefix("ready ").unwrap().parse().unwrap();
     let _supervised = Owned::adopt(supervised);
+    let _supervised_child = children_of(supervised);
     // A nested mcp-debugger under a live host that carries an outer server's marker.
     let outer = debugtop_e2e::mcp::Server::start(60_000);
     let dir = tempfile::tempdir().unwrap();
