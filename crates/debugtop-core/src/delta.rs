@@ -13,20 +13,7 @@ use crate::model::{
 
 /// The tree as rows in depth-first order, each without its children.
 pub fn rows(tree: &[Arc<TreeNode>]) -> Vec<TreeRow> {
-    fn walk(n: &TreeNode, parent: Option<&str>, out: &mut Vec<TreeRow>) {
-        out.push(TreeRow {
-            parent: parent.map(str::to_owned),
-            node: n.without_children(),
-        });
-        for c in &n.children {
-            walk(c, Some(&n.id), out);
-        }
-    }
-    let mut out = Vec::new();
-    for n in tree {
-        walk(n, None, &mut out);
-    }
-    out
+    row_refs(tree).iter().map(RowRef::wire).collect()
 }
 
 /// The tree back from rows in depth-first order (a row whose parent is not an open ancestor
