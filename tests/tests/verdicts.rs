@@ -64,8 +64,12 @@ fn session_procs(u: &Update, session: &str) -> Vec<(u32, Role)> {
         .collect()
 }
 
+/// A javascript worker frozen before its HTTP session is reaped: once the server has
+/// force-killed it, what survives of its chain is found — the adapter with its chain as a
+/// leaked adapter, or, when js-debug's adapter exited with its worker, the debuggee as a
+/// leaked debuggee — and the finding's plan removes everything of the session, nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn frozen_worker_leaves_a_leaked_js_adapter_chain_and_the_kill_removes_it() {
+async fn frozen_js_worker_leaves_its_surviving_chain_found_and_the_kill_removes_it() {
     let _one = ONE_AT_A_TIME.lock().await;
     let sentinel = Sentinel::new();
     let server = Server::start(5000);
@@ -96,14 +100,12 @@ async fn frozen_worker_leaves_a_leaked_js_adapter_chain_and_the_kill_removes_it(
     // Freeze the worker (a descendant of our server) before the stale sweep reaps its session.
     let wt = start_ticks(worker).unwrap();
     assert!(signal_if_same(worker, wt, Signal::SIGSTOP));
-    // The sweep (≤ 60 s) asks it to terminate; 5 s later the server SIGKILLs it; the js-debug
-    // chain survives, reparented, and after the grace it is a leaked adapter.
-    let finding = until(&mut e, 100, "leaked-adapter raised", |u| {
-        let adapter = u
-            .snapshot
-            .processes
-            .iter()
-            .find(|p| p.session_id.as_deref() == Some(&session) && p.role == Role::Adapter)?;
+    // The sweep (≤ 60 s) asks it to terminate; 5 s later the server SIGKILLs it. What the
+    // js-debug chain does then varies from run to run (both seen in CI): usually
+    // `vsDebugServer`, its debuggee and the watchdog survive, reparented — a leaked adapter
+    // with its chain; sometimes the adapter exits too and leaves its debuggee — a leaked
+    // debuggee. The test takes the shape as it comes and holds each to its own finding.
+    let finding = until(&mut e, 100, "the surviving chain found", |u| {
         let gone_worker = !u
             .snapshot
             .processes
@@ -112,23 +114,35 @@ async fn frozen_worker_leaves_a_leaked_js_adapter_chain_and_the_kill_removes_it(
         if !gone_worker {
             return None;
         }
-        find(u, FindingKind::LeakedAdapter, adapter.pid)
+        let alive = |role: Role| {
+            u.snapshot.processes.iter().find(|p| {
+                p.session_id.as_deref() == Some(&session) && p.role == role && p.state.is_alive()
+            })
+        };
+        match (alive(Role::Adapter), alive(Role::Debuggee)) {
+            (Some(adapter), _) => find(u, FindingKind::LeakedAdapter, adapter.pid),
+            (None, Some(debuggee)) => find(u, FindingKind::LeakedDebuggee, debuggee.pid),
+            (None, None) => panic!(
+                "nothing of the js chain survived its worker:\n{}",
+                render(&u.snapshot.tree)
+            ),
+        }
     })
     .await;
     eprintln!("{finding:#?}");
+    let whole_chain = finding.kind == FindingKind::LeakedAdapter;
+    let says = |what: &str| finding.evidence.iter().any(|e| e.contains(what));
     assert!(
-        finding
-            .evidence
-            .iter()
-            .any(|e| e.contains("not a live worker")),
+        says(if whole_chain {
+            "not a live worker"
+        } else {
+            "runs on without its adapter"
+        }),
         "{:?}",
         finding.evidence
     );
     assert!(
-        finding
-            .evidence
-            .iter()
-            .any(|e| e.contains(&format!("MCP_DEBUGGER_MAIN_PID={}", server.pid()))),
+        says(&format!("MCP_DEBUGGER_MAIN_PID={}", server.pid())),
         "{:?}",
         finding.evidence
     );
@@ -145,9 +159,14 @@ async fn frozen_worker_leaves_a_leaked_js_adapter_chain_and_the_kill_removes_it(
         .map(|p| (p.pid, p.role))
         .collect();
     eprintln!("chain {chain:?} plan {:?}", plan.describe());
-    for r in [Role::Adapter, Role::Debuggee] {
+    let expected: &[Role] = if whole_chain {
+        &[Role::Adapter, Role::Debuggee]
+    } else {
+        &[Role::Debuggee]
+    };
+    for r in expected {
         assert!(
-            chain.iter().any(|(_, x)| *x == r),
+            chain.iter().any(|(_, x)| x == r),
             "{r:?} missing from {chain:?}"
         );
     }
