@@ -67,6 +67,44 @@ export function applyKeyed<T>(a: T[], k: Keyed<T>, key: (x: T) => string): T[] {
   return k.order.flatMap((kk) => (by.has(kk) ? [by.get(kk) as T] : []));
 }
 
+/**
+ * A keyed list and its index by key, kept between messages: an upsert of a few elements among
+ * 5,000 looks each one up instead of indexing the whole list again. A removal or a new order
+ * rebuilds the index.
+ */
+export class KeyedList<T> {
+  private at = new Map<string, number>();
+  constructor(
+    public items: T[],
+    private key: (x: T) => string,
+  ) {
+    this.reindex();
+  }
+
+  private reindex() {
+    this.at = new Map(this.items.map((x, i) => [this.key(x), i]));
+  }
+
+  apply(k: Keyed<T>): T[] {
+    if ((k.remove ?? []).length > 0 || k.order) {
+      this.items = applyKeyed(this.items, k, this.key);
+      this.reindex();
+      return this.items;
+    }
+    const out = this.items.slice();
+    for (const x of k.upsert ?? []) {
+      const key = this.key(x);
+      const i = this.at.get(key);
+      if (i === undefined) {
+        this.at.set(key, out.length);
+        out.push(x);
+      } else out[i] = x;
+    }
+    this.items = out;
+    return out;
+  }
+}
+
 /** What receiving a message did. */
 export type Received = 'changed' | 'idle' | 'resync';
 
@@ -78,14 +116,22 @@ export class LiveView {
   takenAt: string | null = null;
   events: LogEvent[] = [];
   /** The tree as rows, kept so a tree change is applied without re-walking the tree. */
-  private treeRows: TreeRow[] = [];
+  private treeRows = new KeyedList<TreeRow>([], rowKey);
+  private processes = new KeyedList<Proc>([], procKey);
+  private findings = new KeyedList<Finding>([], findingKey);
+  /** The processes the last message brought (new or changed), or `null` when it brought the
+   * whole list: what follows the figures of each process looks at these alone. */
+  changedProcesses: Proc[] | null = null;
   /** How many timeline events fell off the front so far: event i's stable key is dropped + i. */
   timelineDropped = 0;
 
   receive(m: ViewMessage): Received {
     if (m.type === 'full') {
       this.snapshot = m.snapshot;
-      this.treeRows = rows(m.snapshot.tree);
+      this.treeRows = new KeyedList(rows(m.snapshot.tree), rowKey);
+      this.processes = new KeyedList(m.snapshot.processes, procKey);
+      this.findings = new KeyedList(m.snapshot.findings, findingKey);
+      this.changedProcesses = null;
       this.seq = Number(m.seq);
       this.takenAt = m.snapshot.taken_at;
       this.events = m.events;
@@ -96,6 +142,7 @@ export class LiveView {
     this.seq = Number(m.seq);
     this.takenAt = m.taken_at;
     this.events = m.events ?? [];
+    this.changedProcesses = m.processes?.upsert ?? [];
     const next = this.apply(this.snapshot, m);
     if (next === this.snapshot) return 'idle';
     this.snapshot = next;
@@ -123,12 +170,9 @@ export class LiveView {
     take('sources', c.sources);
     take('groups', c.groups);
     if (c.environment) take('environment', c.environment.value);
-    if (c.processes) take('processes', applyKeyed(a.processes, c.processes, procKey));
-    if (c.findings) take('findings', applyKeyed(a.findings, c.findings, findingKey));
-    if (c.tree) {
-      this.treeRows = applyKeyed(this.treeRows, c.tree, rowKey);
-      take('tree', forest(this.treeRows));
-    }
+    if (c.processes) take('processes', this.processes.apply(c.processes));
+    if (c.findings) take('findings', this.findings.apply(c.findings));
+    if (c.tree) take('tree', forest(this.treeRows.apply(c.tree)));
     if (c.timeline) {
       const t = c.timeline;
       const base = t.reset ? [] : a.timeline.slice(Math.min(t.drop_front, a.timeline.length));

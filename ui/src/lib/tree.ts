@@ -3,12 +3,8 @@ import type { TreeNode } from './bindings/TreeNode';
 import type { Proc } from './bindings/Proc';
 import type { Finding } from './bindings/Finding';
 
-export interface Row {
-  id: string;
-  depth: number;
-  node: TreeNode;
-  hasChildren: boolean;
-  expanded: boolean;
+/** A line as drawn: with its process's figures and worst finding. */
+export interface Row extends Line {
   /** Worst finding on this node's process, if any. */
   finding: Finding | null;
   /** CPU % and RSS of this node's process plus, when collapsed, of everything under it. */
@@ -81,10 +77,66 @@ function totals(n: TreeNode, procs: Map<number, Proc>): { cpu: number; rss: numb
 }
 
 /**
- * Flattens the forest into rows. `collapsed` holds ids the user collapsed (everything is
+ * A row's place in the list: what only the tree, the collapsed set, the filter and the sort
+ * decide. Kept while those stay the same, so a tick that changes only processes' figures
+ * (CPU, memory) or findings does not walk 10,000 nodes again: those are read for the rows
+ * in view ({@link decorate}).
+ */
+export interface Line {
+  id: string;
+  depth: number;
+  node: TreeNode;
+  hasChildren: boolean;
+  expanded: boolean;
+}
+
+/**
+ * Flattens the forest into lines. `collapsed` holds ids the user collapsed (everything is
  * expanded by default, so new leaks are visible). A filter keeps matching nodes and their
  * ancestors, and expands them.
  */
+export function flattenLines(forest: TreeNode[], collapsed: Set<string>, filter: string): Line[] {
+  const q = filter.trim().toLowerCase();
+  const lines: Line[] = [];
+  const walk = (n: TreeNode, depth: number) => {
+    if (q && !subtreeMatches(n, q)) return;
+    const expanded = q ? true : !collapsed.has(n.id);
+    lines.push({ id: n.id, depth, node: n, hasChildren: n.children.length > 0, expanded });
+    if (expanded) for (const c of n.children) walk(c, depth + 1);
+  };
+  for (const n of forest) walk(n, 0);
+  return lines;
+}
+
+/** A line with what the current figures and findings say of it. */
+export function decorate(line: Line, findings: Map<number | string, Finding>, procs: Map<number, Proc>): Row {
+  const n = line.node;
+  const p = n.pid != null ? procs.get(n.pid) : undefined;
+  let cpu = p && n.kind !== 'http-session' ? (p.cpu_percent ?? 0) : 0;
+  let rss = p && n.kind !== 'http-session' ? p.rss_bytes : 0;
+  let hidden = 0;
+  if (line.hasChildren && !line.expanded) {
+    const t = totals(n, procs);
+    cpu = t.cpu;
+    rss = t.rss;
+    hidden = t.count;
+  }
+  return {
+    ...line,
+    finding:
+      n.pid != null
+        ? (findings.get(n.pid) ?? null)
+        : n.kind === 'debug-session' && n.session_id
+          ? (findings.get(`s:${n.session_id}`) ?? null)
+          : null,
+    cpu,
+    rss,
+    hidden,
+    inner: n.kind === 'http-session' ? null : innerWord(p),
+  };
+}
+
+/** Every row decorated: the whole list (tests, small trees). */
 export function flatten(
   forest: TreeNode[],
   collapsed: Set<string>,
@@ -92,42 +144,7 @@ export function flatten(
   findings: Map<number | string, Finding>,
   procs: Map<number, Proc>,
 ): Row[] {
-  const q = filter.trim().toLowerCase();
-  const rows: Row[] = [];
-  const walk = (n: TreeNode, depth: number) => {
-    if (q && !subtreeMatches(n, q)) return;
-    const expanded = q ? true : !collapsed.has(n.id);
-    const p = n.pid != null ? procs.get(n.pid) : undefined;
-    let cpu = p && n.kind !== 'http-session' ? (p.cpu_percent ?? 0) : 0;
-    let rss = p && n.kind !== 'http-session' ? p.rss_bytes : 0;
-    let hidden = 0;
-    if (!expanded && n.children.length > 0) {
-      const t = totals(n, procs);
-      cpu = t.cpu;
-      rss = t.rss;
-      hidden = t.count;
-    }
-    rows.push({
-      id: n.id,
-      depth,
-      node: n,
-      hasChildren: n.children.length > 0,
-      expanded,
-      finding:
-        n.pid != null
-          ? (findings.get(n.pid) ?? null)
-          : n.kind === 'debug-session' && n.session_id
-            ? (findings.get(`s:${n.session_id}`) ?? null)
-            : null,
-      cpu,
-      rss,
-      hidden,
-      inner: n.kind === 'http-session' ? null : innerWord(p),
-    });
-    if (expanded) for (const c of n.children) walk(c, depth + 1);
-  };
-  for (const n of forest) walk(n, 0);
-  return rows;
+  return flattenLines(forest, collapsed, filter).map((l) => decorate(l, findings, procs));
 }
 
 /** The slice of rows to render for a scroll position (virtualization). */
@@ -140,21 +157,28 @@ export function visibleRange(count: number, rowHeight: number, scrollTop: number
 /** How the tree pane orders rows: the tree (default), or a flat list of processes. */
 export type SortKey = 'tree' | 'cpu' | 'rss' | 'pid';
 
+/** Whether the order of `key` follows the processes' figures (re-sorted when they change). */
+export const sortFollowsFigures = (key: SortKey) => key === 'cpu' || key === 'rss';
+
 /**
- * The rows for a sort: the tree as it is, or every process of the (filtered) tree as a flat
+ * The lines for a sort: the tree as it is, or every process of the (filtered) tree as a flat
  * list, highest first for CPU and RSS (pid ascending), ties by pid — "top" is `cpu`.
  */
-export function sortRows(
+export function sortLines(
   forest: TreeNode[],
   collapsed: Set<string>,
   filter: string,
-  findings: Map<number | string, Finding>,
   procs: Map<number, Proc>,
   key: SortKey,
-): Row[] {
-  if (key === 'tree') return flatten(forest, collapsed, filter, findings, procs);
-  const all = flatten(forest, new Set(), filter, findings, procs).filter((r) => r.node.kind === 'process');
-  const flat = all.map((r) => ({ ...r, depth: 0, hasChildren: false, expanded: false, hidden: 0 }));
-  const by = (r: Row) => (key === 'cpu' ? r.cpu : key === 'rss' ? r.rss : -(r.node.pid ?? 0));
-  return flat.sort((a, b) => by(b) - by(a) || (a.node.pid ?? 0) - (b.node.pid ?? 0));
+): Line[] {
+  if (key === 'tree') return flattenLines(forest, collapsed, filter);
+  const flat = flattenLines(forest, new Set(), filter)
+    .filter((l) => l.node.kind === 'process')
+    .map((l) => ({ ...l, depth: 0, hasChildren: false, expanded: false }));
+  const value = (l: Line) => {
+    const p = l.node.pid != null ? procs.get(l.node.pid) : undefined;
+    return key === 'cpu' ? (p?.cpu_percent ?? 0) : key === 'rss' ? (p?.rss_bytes ?? 0) : -(l.node.pid ?? 0);
+  };
+  const by = new Map(flat.map((l) => [l, value(l)]));
+  return flat.sort((a, b) => (by.get(b) ?? 0) - (by.get(a) ?? 0) || (a.node.pid ?? 0) - (b.node.pid ?? 0));
 }
