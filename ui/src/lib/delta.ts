@@ -85,7 +85,11 @@ export class KeyedList<T> {
     this.at = new Map(this.items.map((x, i) => [this.key(x), i]));
   }
 
+  /** The keys the last `apply` added (upserts of keys the list did not hold). */
+  added: string[] = [];
+
   apply(k: Keyed<T>): T[] {
+    this.added = (k.upsert ?? []).map(this.key).filter((key) => !this.at.has(key));
     if ((k.remove ?? []).length > 0 || k.order) {
       this.items = applyKeyed(this.items, k, this.key);
       this.reindex();
@@ -122,13 +126,18 @@ export class LiveView {
   /** The processes the last message brought (new or changed), or `null` when it brought the
    * whole list: what follows the figures of each process looks at these alone. */
   changedProcesses: Proc[] | null = null;
+  /** The ids of the tree nodes the last message added, or `null` when it brought the first tree. */
+  addedNodes: string[] | null = null;
   /** How many timeline events fell off the front so far: event i's stable key is dropped + i. */
   timelineDropped = 0;
 
   receive(m: ViewMessage): Received {
     if (m.type === 'full') {
+      // A whole tree after another (a resync): what it adds is still new to the viewer.
+      const before = this.snapshot ? new Set(this.treeRows.items.map(rowKey)) : null;
       this.snapshot = m.snapshot;
       this.treeRows = new KeyedList(rows(m.snapshot.tree), rowKey);
+      this.addedNodes = before ? this.treeRows.items.map(rowKey).filter((k) => !before.has(k)) : null;
       this.processes = new KeyedList(m.snapshot.processes, procKey);
       this.findings = new KeyedList(m.snapshot.findings, findingKey);
       this.changedProcesses = null;
@@ -143,6 +152,7 @@ export class LiveView {
     this.takenAt = m.taken_at;
     this.events = m.events ?? [];
     this.changedProcesses = m.processes?.upsert ?? [];
+    this.addedNodes = [];
     const next = this.apply(this.snapshot, m);
     if (next === this.snapshot) return 'idle';
     this.snapshot = next;
@@ -172,7 +182,10 @@ export class LiveView {
     if (c.environment) take('environment', c.environment.value);
     if (c.processes) take('processes', this.processes.apply(c.processes));
     if (c.findings) take('findings', this.findings.apply(c.findings));
-    if (c.tree) take('tree', forest(this.treeRows.apply(c.tree)));
+    if (c.tree) {
+      take('tree', forest(this.treeRows.apply(c.tree)));
+      this.addedNodes = this.treeRows.added;
+    }
     if (c.timeline) {
       const t = c.timeline;
       const base = t.reset ? [] : a.timeline.slice(Math.min(t.drop_front, a.timeline.length));
