@@ -205,6 +205,15 @@ impl ProcBuilder {
 pub struct ObservationBuilder(Observation);
 
 impl ObservationBuilder {
+    /// As [`at`](Self::at), `ms` milliseconds after `at(0)` (ticks closer than a second).
+    pub fn at_ms(ms: i64) -> Self {
+        let mut b = Self::at(0);
+        let t = at(0) + chrono::Duration::milliseconds(ms);
+        b.0.at = t;
+        b.0.table.taken_at = t;
+        b
+    }
+
     /// An observation at `at(t)` of server 100 and no other process.
     pub fn at(t: i64) -> Self {
         let server = ServerInfo {

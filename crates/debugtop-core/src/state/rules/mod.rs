@@ -46,7 +46,7 @@ pub enum Mode {
 pub struct VerdictConfig {
     /// Minimum time a condition holds before it is a finding.
     pub grace: Duration,
-    /// CPU percent (of one core) that counts as spinning, in two consecutive samples.
+    /// CPU percent (of one core) that counts as spinning, in consecutive samples over the grace.
     pub spin_cpu: f32,
     /// Confirmation mode.
     pub mode: Mode,
@@ -278,7 +278,8 @@ impl Evaluator {
             .unwrap_or_else(|_| chrono::Duration::seconds(6));
         let seen_before = first.is_some();
         if c.two_samples {
-            return seen_before;
+            // With `hold_grace` a hot moment is not enough: it must also last the grace.
+            return seen_before && (!c.hold_grace || first.is_some_and(|f| now - f >= grace));
         }
         if let Some(hold) = c.hold {
             return match self.config.mode {

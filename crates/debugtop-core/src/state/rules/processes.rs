@@ -4,7 +4,9 @@ use super::{about, of_session, Candidate, Ctx};
 use crate::model::{FindingKind, ProcState, Role, Severity};
 
 /// Infrastructure (not a debuggee: the user's program may well be busy) using more than the
-/// threshold of a core in two consecutive samples.
+/// threshold of a core in consecutive samples for the whole grace. A node or python adapter
+/// loading its code uses a core for a second or two (on a loaded machine, longer): two hot
+/// samples 500 ms apart raised a healthy js-debug adapter as spinning, with a kill plan.
 pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let infra = |r: Role| {
         matches!(
@@ -37,6 +39,7 @@ pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
         }
         out.push(Candidate {
             two_samples: true,
+            hold_grace: true,
             ..Candidate::new(f)
         });
     }

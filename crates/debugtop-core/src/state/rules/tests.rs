@@ -221,13 +221,42 @@ fn spinning_needs_two_hot_samples_and_never_a_debuggee() {
             )
             .build()
     };
-    let f = run([obs(0, 55.0), obs(1, 55.0)]);
+    let f = run([obs(0, 55.0), obs(3, 55.0), obs(6, 55.0)]);
     assert_eq!(kinds(&f), [FindingKind::Spinning]);
     assert_eq!(f[0].pids, [200], "the busy debuggee is the user's program");
     assert!(
-        run([obs(0, 55.0), obs(1, 1.0)]).is_empty(),
-        "one hot sample is not spinning"
+        run([obs(0, 55.0), obs(3, 55.0), obs(6, 1.0)]).is_empty(),
+        "a sample that cooled is not spinning"
     );
+}
+
+#[test]
+fn regression_a_startup_burst_shorter_than_the_grace_is_not_spinning() {
+    // A healthy adapter loading its code: hot for two samples 500 ms apart (seen on a loaded
+    // machine with a real js-debug), then quiet. It was raised as spinning, with a kill plan.
+    let obs = |ms: i64, cpu: f32| {
+        created(Obs::at_ms(ms), 1, -30, "s-1")
+            .proc(worker(200, "s-1").build())
+            .proc(
+                P::new(300, Role::Adapter)
+                    .ppid(200)
+                    .session("s-1")
+                    .cpu(cpu)
+                    .state(ProcState::Running)
+                    .build(),
+            )
+            .build()
+    };
+    let burst = [obs(0, 38.0), obs(500, 38.0), obs(1000, 38.0)];
+    assert!(run(burst.clone()).is_empty(), "a 1 s burst is not spinning");
+    let mut held: Vec<_> = (0..=13).map(|i| obs(i * 500, 38.0)).collect();
+    assert_eq!(
+        kinds(&run(held.clone())),
+        [FindingKind::Spinning],
+        "hot for the grace"
+    );
+    held.push(obs(7000, 0.0));
+    assert!(run(held).is_empty(), "cooled: cleared");
 }
 
 #[test]
