@@ -136,17 +136,6 @@ export function decorate(line: Line, findings: Map<number | string, Finding>, pr
   };
 }
 
-/** Every row decorated: the whole list (tests, small trees). */
-export function flatten(
-  forest: TreeNode[],
-  collapsed: Set<string>,
-  filter: string,
-  findings: Map<number | string, Finding>,
-  procs: Map<number, Proc>,
-): Row[] {
-  return flattenLines(forest, collapsed, filter).map((l) => decorate(l, findings, procs));
-}
-
 /** The slice of rows to render for a scroll position (virtualization). */
 export function visibleRange(count: number, rowHeight: number, scrollTop: number, height: number, overscan = 8) {
   const start = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
