@@ -20,7 +20,11 @@ pub struct ServerFiles {
 
 /// Where a server listens (its socket inodes matched against its TCP tables).
 pub fn endpoints(server: &ServerInfo) -> Endpoints {
-    let listening = listening_ports(server.pid);
+    endpoints_on(server, listening_ports(server.pid))
+}
+
+/// Where a server listens, given the ports found.
+fn endpoints_on(server: &ServerInfo, listening: Vec<u16>) -> Endpoints {
     let port_confirmed = server.port.is_some_and(|p| listening.contains(&p));
     let port = if port_confirmed {
         server.port
@@ -157,42 +161,61 @@ fn normalize(p: &Path) -> PathBuf {
 
 /// The TCP ports `pid` listens on: its socket inodes (`/proc/<pid>/fd/*` → `socket:[N]`)
 /// matched against LISTEN rows of `/proc/net/tcp` and `tcp6`.
-#[cfg(target_os = "linux")]
 pub fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes = socket_inodes(pid);
+    ports_of(&listeners(pid, &inodes))
+}
+
+/// The socket inodes among `pid`'s descriptors.
+#[cfg(target_os = "linux")]
+fn socket_inodes(pid: u32) -> HashSet<u64> {
     let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
+        return HashSet::new();
     };
-    let inodes: HashSet<u64> = rd
-        .flatten()
+    rd.flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
         .filter_map(|l| {
             let l = l.to_string_lossy().into_owned();
             l.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
         })
-        .collect();
+        .collect()
+}
+
+/// Non-Linux: not available from here.
+#[cfg(not(target_os = "linux"))]
+fn socket_inodes(_pid: u32) -> HashSet<u64> {
+    HashSet::new()
+}
+
+/// The (port, inode) of each LISTEN socket among `inodes`, from the TCP tables of `pid`'s own
+/// network namespace. Reading a table walks the kernel's whole established-socket hash.
+fn listeners(pid: u32, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
     if inodes.is_empty() {
         return Vec::new();
     }
-    let mut ports = Vec::new();
-    // The server's own network namespace view.
-    for table in ["tcp", "tcp6"] {
-        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) {
-            ports.extend(listening_in(&text, &inodes));
-        }
-    }
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
+        .flat_map(|text| listening_rows(&text, inodes))
+        .collect()
+}
+
+fn ports_of(rows: &[(u16, u64)]) -> Vec<u16> {
+    let mut ports: Vec<u16> = rows.iter().map(|(p, _)| *p).collect();
     ports.sort_unstable();
     ports.dedup();
     ports
 }
 
-/// Non-Linux: not available from here.
-#[cfg(not(target_os = "linux"))]
-pub fn listening_ports(_pid: u32) -> Vec<u16> {
-    Vec::new()
-}
-
 /// LISTEN (`0A`) rows of a `/proc/net/tcp` table whose inode is in `inodes`.
 pub fn listening_in(table: &str, inodes: &HashSet<u64>) -> Vec<u16> {
+    listening_rows(table, inodes)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+fn listening_rows(table: &str, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
     table
         .lines()
         .skip(1)
@@ -200,12 +223,57 @@ pub fn listening_in(table: &str, inodes: &HashSet<u64>) -> Vec<u16> {
             let f: Vec<&str> = row.split_whitespace().collect();
             // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
             let (local, st, inode) = (f.get(1)?, f.get(3)?, f.get(9)?);
-            if *st != "0A" || !inodes.contains(&inode.parse().ok()?) {
+            let inode: u64 = inode.parse().ok()?;
+            if *st != "0A" || !inodes.contains(&inode) {
                 return None;
             }
-            u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
+            Some((
+                u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?,
+                inode,
+            ))
         })
         .collect()
+}
+
+/// How many ticks a remembered listener stands before the tables are read again anyway (a
+/// second listener opened beside the first).
+const RECHECK_EVERY: u32 = 30;
+
+/// One server's listening ports, remembered while the sockets they were found on are still
+/// among its descriptors. Reading `/proc/<pid>/net/tcp` walks the kernel's whole
+/// established-socket hash (most of the app's own CPU with a couple of servers, profiled), and
+/// a server's listener does not change from one tick to the next. Read again when one of those
+/// sockets closes, while none was found, and every [`RECHECK_EVERY`] ticks.
+#[derive(Debug, Default)]
+pub struct PortMemo {
+    listeners: Vec<(u16, u64)>,
+    since_read: u32,
+}
+
+impl PortMemo {
+    /// Where `server` listens, from the memo while it stands.
+    pub fn endpoints(&mut self, server: &ServerInfo) -> Endpoints {
+        let inodes = socket_inodes(server.pid);
+        endpoints_on(server, self.ports(&inodes, |i| listeners(server.pid, i)))
+    }
+
+    /// The ports, read with `read` unless the remembered listeners are all still open.
+    fn ports(
+        &mut self,
+        inodes: &HashSet<u64>,
+        read: impl FnOnce(&HashSet<u64>) -> Vec<(u16, u64)>,
+    ) -> Vec<u16> {
+        let stands = !self.listeners.is_empty()
+            && self.since_read < RECHECK_EVERY
+            && self.listeners.iter().all(|(_, i)| inodes.contains(i));
+        if stands {
+            self.since_read += 1;
+        } else {
+            self.listeners = read(inodes);
+            self.since_read = 0;
+        }
+        ports_of(&self.listeners)
+    }
 }
 
 #[cfg(test)]
@@ -221,6 +289,44 @@ mod tests {
    garbage row\n";
         let inodes: HashSet<u64> = [4242].into();
         assert_eq!(listening_in(table, &inodes), [3999]);
+    }
+
+    #[test]
+    fn remembered_ports_stand_while_their_sockets_are_open() {
+        let mut memo = PortMemo::default();
+        let reads = std::cell::Cell::new(0);
+        let read = |rows: Vec<(u16, u64)>| {
+            let reads = &reads;
+            move |_: &HashSet<u64>| {
+                reads.set(reads.get() + 1);
+                rows
+            }
+        };
+        let open: HashSet<u64> = [7, 8, 9].into();
+        assert_eq!(memo.ports(&open, read(vec![(3001, 7)])), [3001]);
+        // A new connection (socket 10) and a closed one (8): the listener 7 stands.
+        let next: HashSet<u64> = [7, 9, 10].into();
+        assert_eq!(memo.ports(&next, read(vec![(9999, 1)])), [3001]);
+        assert_eq!(reads.get(), 1, "not read again while the listener is open");
+        // The listening socket closed: read again.
+        let moved: HashSet<u64> = [9, 11].into();
+        assert_eq!(memo.ports(&moved, read(vec![(3002, 11)])), [3002]);
+        assert_eq!(reads.get(), 2);
+        // Read again after RECHECK_EVERY ticks whatever happens (a second listener).
+        for _ in 0..RECHECK_EVERY {
+            memo.ports(&moved, read(vec![]));
+        }
+        assert_eq!(reads.get(), 2);
+        assert_eq!(
+            memo.ports(&moved, read(vec![(3002, 11), (4000, 12)])),
+            [3002, 4000]
+        );
+        assert_eq!(reads.get(), 3);
+        // Nothing found: read every time.
+        let mut none = PortMemo::default();
+        none.ports(&open, read(vec![]));
+        none.ports(&open, read(vec![]));
+        assert_eq!(reads.get(), 5);
     }
 
     #[test]

@@ -71,6 +71,8 @@ struct Local {
     exits: Option<Arc<ExitWatcher>>,
     /// Per server identity (pid, start time): a reused pid is another server.
     logs: BTreeMap<(u32, DateTime<Utc>), ServerLogs>,
+    /// Each server's listening ports, by the same identity.
+    ports: BTreeMap<(u32, DateTime<Utc>), discovery::PortMemo>,
 }
 
 /// What one blocking read gives.
@@ -85,6 +87,7 @@ impl Sources {
                 collector: Collector::new()?,
                 exits: exits.clone(),
                 logs: BTreeMap::new(),
+                ports: BTreeMap::new(),
             })),
             exits,
             health: HealthClient::new(config.health_timeout),
@@ -157,6 +160,7 @@ impl Local {
             .map(|s| (s.pid, s.start_time))
             .collect();
         self.logs.retain(|k, _| live.contains(k));
+        self.ports.retain(|k, _| live.contains(k));
         Ok((table, exits, servers))
     }
 
@@ -191,7 +195,11 @@ impl Local {
         s: &crate::model::ServerInfo,
         table: &ProcessTable,
     ) -> ServerObservation {
-        let endpoints = discovery::endpoints(s);
+        let endpoints = self
+            .ports
+            .entry((s.pid, s.start_time))
+            .or_default()
+            .endpoints(s);
         let live: BTreeSet<String> = table
             .procs
             .iter()
