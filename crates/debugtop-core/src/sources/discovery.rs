@@ -18,12 +18,7 @@ pub struct ServerFiles {
     pub sessions_dir: PathBuf,
 }
 
-/// Where a server listens (its socket inodes matched against its TCP tables).
-pub fn endpoints(server: &ServerInfo) -> Endpoints {
-    endpoints_on(server, listening_ports(server.pid))
-}
-
-/// Where a server listens, given the ports found.
+/// Where a server listens, given the ports found ([`PortMemo::endpoints`]).
 fn endpoints_on(server: &ServerInfo, listening: Vec<u16>) -> Endpoints {
     let port_confirmed = server.port.is_some_and(|p| listening.contains(&p));
     let port = if port_confirmed {
@@ -159,14 +154,7 @@ fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// The TCP ports `pid` listens on: its socket inodes (`/proc/<pid>/fd/*` → `socket:[N]`)
-/// matched against LISTEN rows of `/proc/net/tcp` and `tcp6`.
-pub fn listening_ports(pid: u32) -> Vec<u16> {
-    let inodes = socket_inodes(pid);
-    ports_of(&listeners(pid, &inodes))
-}
-
-/// The socket inodes among `pid`'s descriptors.
+/// The socket inodes among `pid`'s descriptors (`/proc/<pid>/fd/*` → `socket:[N]`).
 #[cfg(target_os = "linux")]
 fn socket_inodes(pid: u32) -> HashSet<u64> {
     let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
@@ -207,14 +195,8 @@ fn ports_of(rows: &[(u16, u64)]) -> Vec<u16> {
     ports
 }
 
-/// LISTEN (`0A`) rows of a `/proc/net/tcp` table whose inode is in `inodes`.
-pub fn listening_in(table: &str, inodes: &HashSet<u64>) -> Vec<u16> {
-    listening_rows(table, inodes)
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect()
-}
-
+/// The (port, inode) of the LISTEN (`0A`) rows of a `/proc/net/tcp` table whose inode is in
+/// `inodes`.
 fn listening_rows(table: &str, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
     table
         .lines()
@@ -288,7 +270,7 @@ mod tests {
    2: 0100007F:A2B4 0100007F:0F9F 01 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n\
    garbage row\n";
         let inodes: HashSet<u64> = [4242].into();
-        assert_eq!(listening_in(table, &inodes), [3999]);
+        assert_eq!(listening_rows(table, &inodes), [(3999, 4242)]);
     }
 
     #[test]
