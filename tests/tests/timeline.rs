@@ -5,10 +5,11 @@
 use std::process::Command;
 use std::time::Duration;
 
+use debugtop_core::collect::exits::ExitWatcher;
 use debugtop_core::model::{ProcState, TimelineEvent, TimelineKind, Update};
 use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Client, Server};
-use debugtop_e2e::procs::my_pid;
+use debugtop_e2e::procs::{my_pid, start_ticks};
 use debugtop_e2e::{fixture, tick_until, wait_for, Spawned};
 use nix::sys::signal::Signal;
 
@@ -171,4 +172,68 @@ async fn real_server_session_lifecycle_on_the_timeline() {
         "timeline out of order"
     );
     client.close().await;
+}
+
+/// A stand-in worker of a live owner (this test): watched by the collector like a real one.
+fn stand_in_worker() -> Spawned {
+    Spawned::spawn(
+        Command::new("sh")
+            .arg("-c")
+            .arg("sleep 300")
+            .arg("sh")
+            .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
+            .arg(format!("--mcp-owner-pid={}", my_pid()))
+            .arg(format!("--mcp-session-id={}", uuid::Uuid::new_v4())),
+    )
+}
+
+/// The scan's own poll finds an exit the watcher's thread has not seen (here: has no thread),
+/// once, and never one of a process still running.
+#[test]
+fn regression_an_exit_the_watcher_thread_has_not_seen_is_found_by_the_scans_own_poll() {
+    let w = ExitWatcher::without_thread().expect("pidfds on Linux");
+    let mut dies = stand_in_worker();
+    let lives = stand_in_worker();
+    w.watch([dies.pid, lives.pid].map(|p| (p, start_ticks(p).unwrap())));
+    assert_eq!(w.exited_by_now(), Vec::<u32>::new(), "nothing exited yet");
+    dies.signal(Signal::SIGKILL);
+    dies.wait_state('Z', Duration::from_secs(5));
+    assert_eq!(w.exited_by_now(), vec![dies.pid]);
+    let taken: Vec<u32> = w.take_exits().iter().map(|((p, _), _)| *p).collect();
+    assert_eq!(taken, vec![dies.pid]);
+    assert_eq!(
+        w.exited_by_now(),
+        Vec::<u32>::new(),
+        "an exit is reported once"
+    );
+    dies.reap();
+}
+
+/// Found in CI: a leaked adapter killed by its finding's plan was shown sleeping at the next
+/// tick. Quiet processes are served from their last read on most scans, and an exit reached
+/// the scan only once the watcher's thread had run — on two busy cores, after the tick. Every
+/// one of these quiet workers, killed right before a tick, is a zombie at that tick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_quiet_worker_killed_right_before_a_tick_is_a_zombie_at_that_tick() {
+    let mut workers: Vec<Spawned> = (0..8).map(|_| stand_in_worker()).collect();
+    let mut e = Engine::new(Config::default()).unwrap();
+    // Old enough not to be young, and read alike often enough to be quiet.
+    tokio::time::sleep(debugtop_core::collect::YOUNG).await;
+    for _ in 0..2 * debugtop_core::collect::QUIET_EVERY {
+        e.tick().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for w in &mut workers {
+        w.signal(Signal::SIGKILL);
+        w.wait_state('Z', Duration::from_secs(5));
+        let u = e.tick().await.unwrap();
+        let state = u
+            .snapshot
+            .processes
+            .iter()
+            .find(|p| p.pid == w.pid)
+            .map(|p| p.state);
+        assert_eq!(state, Some(ProcState::Zombie), "worker {}", w.pid);
+        w.reap();
+    }
 }

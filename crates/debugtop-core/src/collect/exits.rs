@@ -60,19 +60,29 @@ pub struct ExitWatcher {
 impl ExitWatcher {
     /// Starts the watcher thread. `None` where pidfds or eventfds are not available.
     pub fn start() -> Option<Self> {
-        raise_fd_limit();
-        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            wake,
-            notify: tokio::sync::Notify::new(),
-        });
-        let s = Arc::clone(&shared);
+        let w = Self::without_thread()?;
+        let s = Arc::clone(&w.shared);
         std::thread::Builder::new()
             .name("debugtop-exits".into())
             .spawn(move || run(&s))
             .ok()?;
-        Some(Self { shared })
+        Some(w)
+    }
+
+    /// A watcher with no thread of its own: exits are seen only when
+    /// [`exited_by_now`](Self::exited_by_now) polls (what a scan does; tests use it to show
+    /// that a scan does not depend on the thread having run).
+    #[doc(hidden)]
+    pub fn without_thread() -> Option<Self> {
+        raise_fd_limit();
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).ok()?;
+        Some(Self {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::default()),
+                wake,
+                notify: tokio::sync::Notify::new(),
+            }),
+        })
     }
 
     /// Sets the watched identities: new ones get a pidfd (checked against the start ticks),
@@ -116,12 +126,35 @@ impl ExitWatcher {
     }
 
     /// The pids of the exits seen and not yet taken (for the next scan to read them).
-    pub fn pending_pids(&self) -> Vec<u32> {
+    fn pending_pids(&self) -> Vec<u32> {
         self.shared
             .state
             .lock()
             .map(|s| s.exits.iter().map(|((pid, _), _)| *pid).collect())
             .unwrap_or_default()
+    }
+
+    /// Polls every watched pidfd once, without waiting, on the caller's thread, and records
+    /// the exits found; then the pids of every exit not yet taken. A scan calls this right
+    /// before it reads the table: the watcher thread may not have run yet since a process
+    /// exited (two busy cores), and a quiet process is otherwise served from its last read —
+    /// a zombie shown sleeping until it is due again.
+    pub fn exited_by_now(&self) -> Vec<u32> {
+        let (ids, fds) = match self.shared.state.lock() {
+            Ok(s) => watched_now(&s),
+            Err(_) => return Vec::new(),
+        };
+        let mut pfds = poll_set(&fds);
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        if poll(&mut pfds, Some(&zero)).is_ok() {
+            let ready: Vec<bool> = pfds.iter().map(|p| !p.revents().is_empty()).collect();
+            drop(pfds);
+            record(&self.shared, &ids, &ready, Utc::now());
+        }
+        self.pending_pids()
     }
 
     /// Exits seen since the last call, with the time each was seen.
@@ -214,17 +247,50 @@ fn open_checked((pid, ticks): Identity) -> Result<Option<OwnedFd>, OutOfFds> {
         .map(|_| fd))
 }
 
+/// The watched identities and their pidfds, as one poll takes them.
+fn watched_now(s: &State) -> (Vec<Identity>, Vec<Arc<OwnedFd>>) {
+    s.watched.iter().map(|(k, v)| (*k, Arc::clone(v))).unzip()
+}
+
+fn poll_set(fds: &[Arc<OwnedFd>]) -> Vec<PollFd<'_>> {
+    fds.iter()
+        .map(|f| PollFd::new(f.as_ref(), PollFlags::IN))
+        .collect()
+}
+
+/// Records the identities whose pidfd was `ready` as exited at `now` (each once: an exit is
+/// moved out of the watched set). True when any was new.
+fn record(shared: &Shared, ids: &[Identity], ready: &[bool], now: DateTime<Utc>) -> bool {
+    let exited: Vec<Identity> = ids
+        .iter()
+        .zip(ready)
+        .filter(|(_, r)| **r)
+        .map(|(id, _)| *id)
+        .collect();
+    if exited.is_empty() {
+        return false;
+    }
+    let Ok(mut s) = shared.state.lock() else {
+        return false;
+    };
+    let mut new = false;
+    for id in &exited {
+        if s.watched.remove(id).is_some() {
+            s.exits.push((*id, now));
+            new = true;
+        }
+    }
+    new
+}
+
 fn run(shared: &Shared) {
     loop {
-        let (ids, fds): (Vec<Identity>, Vec<Arc<OwnedFd>>) = match shared.state.lock() {
+        let (ids, fds) = match shared.state.lock() {
             Ok(s) if s.stop => return,
-            Ok(s) => s.watched.iter().map(|(k, v)| (*k, Arc::clone(v))).unzip(),
+            Ok(s) => watched_now(&s),
             Err(_) => return,
         };
-        let mut pfds: Vec<PollFd<'_>> = fds
-            .iter()
-            .map(|f| PollFd::new(f.as_ref(), PollFlags::IN))
-            .collect();
+        let mut pfds = poll_set(&fds);
         pfds.push(PollFd::new(&shared.wake, PollFlags::IN));
         let timeout = Timespec {
             tv_sec: 1,
@@ -241,21 +307,8 @@ fn run(shared: &Shared) {
             let mut buf = [0u8; 8];
             let _ = rustix::io::read(&shared.wake, &mut buf);
         }
-        let exited: Vec<Identity> = ids
-            .iter()
-            .zip(&ready)
-            .filter(|(_, r)| **r)
-            .map(|(id, _)| *id)
-            .collect();
-        if exited.is_empty() {
-            continue;
+        if record(shared, &ids, &ready[..ids.len()], now) {
+            shared.notify.notify_one();
         }
-        if let Ok(mut s) = shared.state.lock() {
-            for id in &exited {
-                s.watched.remove(id);
-                s.exits.push((*id, now));
-            }
-        }
-        shared.notify.notify_one();
     }
 }

@@ -141,9 +141,10 @@ impl Sources {
 impl Local {
     fn read(&mut self) -> Result<LocalRead> {
         let mut laps = crate::cost::Laps::start();
-        // A process seen exiting is read this scan even if it was quiet: it may be a zombie.
+        // A process that has exited by now is read this scan even if it was quiet: it may be
+        // a zombie, which its last read would show sleeping.
         if let Some(w) = &self.exits {
-            self.collector.read_next(w.pending_pids());
+            self.collector.read_next(w.exited_by_now());
         }
         let table = self.collector.scan()?;
         laps.lap("sources: process table");
