@@ -81,10 +81,14 @@ bench: deps-test
 	./target/release/debugtop-bench
 
 ## bench-window: what the window costs (release app under Xvfb): the demo, then 5,000 orphans;
-## CPU and memory of the app and every WebKit process (BENCHMARKS.md). Ten minutes or more to build.
+## CPU and memory of the app and every WebKit process; then the real-window test's 5,000-row
+## frame against the release app (BENCHMARKS.md). Ten minutes or more to build.
 bench-window: deps-test ui
 	$(CARGO) build --release -p debugtop
 	xvfb-run -a -s "-screen 0 1280x800x24" python3 scripts/window-cost.py
+	DEBUGTOP_APP=$(CURDIR)/target/release/debugtop timeout -s INT 300 xvfb-run -a -s "-screen 0 1280x800x24" \
+	  tests/.venv/bin/python -m pytest -q tests/ui -k 5000_rows
+	@cat target/ui-real-window-cost.txt
 
 ## soak-app: the release app with the demo for a while (default 30m; `make soak-app 10m`):
 ## resident memory, descriptors and CPU of the app and every WebKit process, every 30 s.

@@ -18,21 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
-from procfs import comm, cpu_ticks, family, rss_kib, start_ticks  # noqa: E402
+from procfs import comm, cpu_ticks, family, pss_kib, rss_kib, start_ticks  # noqa: E402
 APP = ROOT / "target" / "release" / "debugtop"
 HZ = os.sysconf("SC_CLK_TCK")
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def measure(app, secs, what):
@@ -43,8 +31,10 @@ def measure(app, secs, what):
     dt = time.time() - t0
     pct = {p: (cpu_ticks(p) - before[p]) / HZ / dt * 100 for p in procs}
     mem = {p: rss_kib(p) // 1024 for p in procs}
-    parts = ", ".join(f"{comm(p)} {pct[p]:.2f} % / {mem[p]} MB" for p in procs)
-    return f"{what}: {sum(pct.values()):.2f} % of a core in total, {sum(mem.values())} MB resident ({parts})"
+    pss = {p: pss_kib(p) // 1024 for p in procs}
+    parts = ", ".join(f"{comm(p)} {pct[p]:.2f} % / {mem[p]} MB rss / {pss[p]} MB pss" for p in procs)
+    return (f"{what}: {sum(pct.values()):.2f} % of a core in total, {sum(mem.values())} MB resident (sum of RSS), "
+            f"{sum(pss.values())} MB proportional (sum of PSS: shared pages once) ({parts})")
 
 
 def soak(secs):
@@ -64,7 +54,9 @@ def soak(secs):
         end = t0 + secs
         while time.time() < end:
             fds = sum(len(os.listdir(f"/proc/{p}/fd")) for p in procs if os.path.exists(f"/proc/{p}"))
-            samples.append((time.time() - t0, sum(rss_kib(p) // 1024 for p in procs), fds))
+            live = [p for p in procs if os.path.exists(f"/proc/{p}")]
+            samples.append((time.time() - t0, sum(rss_kib(p) // 1024 for p in live), fds,
+                            sum(pss_kib(p) // 1024 for p in live)))
             time.sleep(30)
         pct = (sum(cpu_ticks(p) for p in procs) - c0) / HZ / (time.time() - t0) * 100
     finally:
@@ -74,11 +66,14 @@ def soak(secs):
         subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
     third = max(1, len(samples) // 3)
     med = lambda xs: sorted(xs)[len(xs) // 2]
-    first, last = med([r for _, r, _ in samples[:third]]), med([r for _, r, _ in samples[-third:]])
+    first, last = med([s[1] for s in samples[:third]]), med([s[1] for s in samples[-third:]])
+    pfirst, plast = med([s[3] for s in samples[:third]]), med([s[3] for s in samples[-third:]])
     line = (f"soak, demo, {secs // 60} min at 1 s: resident {first} MB → {last} MB "
-            f"({(last - first) / max(first, 1) * 100:+.1f} %), descriptors {samples[0][2]} → {samples[-1][2]}, "
+            f"({(last - first) / max(first, 1) * 100:+.1f} %; sum of PSS {pfirst} → {plast} MB, "
+            f"{(plast - pfirst) / max(pfirst, 1) * 100:+.1f} %), descriptors {samples[0][2]} → {samples[-1][2]}, "
             f"CPU {pct:.2f} % of a core (app and every WebKit process, {len(samples)} samples)")
-    (ROOT / "target" / "window-soak.txt").write_text(line + "\n" + "\n".join(f"{t:.0f}s {r} MB {f} fds" for t, r, f in samples) + "\n")
+    (ROOT / "target" / "window-soak.txt").write_text(
+        line + "\n" + "\n".join(f"{t:.0f}s {r} MB rss {p} MB pss {f} fds" for t, r, f, p in samples) + "\n")
     print(line)
 
 

@@ -44,6 +44,19 @@ def rss_kib(pid):
     return 0
 
 
+def pss_kib(pid):
+    """Proportional set size: resident memory with each shared page divided among the processes
+    that map it, so a sum over processes counts a shared library once (a sum of RSS counts
+    WebKit's and GTK's libraries once per process)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def comm(pid):
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
