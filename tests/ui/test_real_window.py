@@ -190,6 +190,7 @@ const press = (key) => window.dispatchEvent(new KeyboardEvent('keydown', { key, 
   // bar's tick number moved): an update's way to the screen.
   const gaps = [];
   const updates = [];
+  window.__debugtopUpdateMs = [];
   const tick = () => document.querySelector('[data-testid=status]')?.textContent ?? '';
   let seen = tick();
   let last = performance.now();
@@ -203,7 +204,9 @@ const press = (key) => window.dispatchEvent(new KeyboardEvent('keydown', { key, 
     seen = t;
     last = now;
   }
-  done({ sorts, gaps, updates, rows: document.querySelector('[data-testid=row-count]').textContent });
+  const work = window.__debugtopUpdateMs;
+  delete window.__debugtopUpdateMs;
+  done({ sorts, gaps, updates, work, rows: document.querySelector('[data-testid=row-count]').textContent });
 })();
 """
 
@@ -264,11 +267,15 @@ def test_the_window_at_5000_rows_and_idle(window):
         sorts = sorted(r["sorts"])
         gaps = sorted(r["gaps"])
         ups = sorted(r["updates"]) or [float("nan")]
+        work = sorted(r["work"]) or [float("nan")]
         med = sorts[len(sorts) // 2]
         lines.append(f"5,000-row redraw (sort switch) → next frame in WebKitGTK: median {med:.1f} ms "
                      f"(min {sorts[0]:.1f}, max {sorts[-1]:.1f}); {r['rows']}; live ticks over 6 s: longest frame "
                      f"{gaps[-1]:.1f} ms, median {gaps[len(gaps) // 2]:.1f} ms; the {len(r['updates'])} frames an update "
-                     f"arrived in: median {ups[len(ups) // 2]:.1f} ms, longest {ups[-1]:.1f} ms (target ≤ 16 ms)")
+                     f"arrived in: median {ups[len(ups) // 2]:.1f} ms, longest {ups[-1]:.1f} ms (at 60 Hz a frame is 16.7 ms "
+                     f"apart: no dropped frame reads ~17); each update's own work, message to DOM updated and laid "
+                     f"out ({len(r['work'])} updates): median {work[len(work) // 2]:.1f} ms, longest {work[-1]:.1f} ms "
+                     f"(target ≤ 16 ms)")
         busy = {p: cpu_ticks(p) for p in procs}
         t0 = time.time()
         time.sleep(10)
@@ -290,3 +297,4 @@ def test_the_window_at_5000_rows_and_idle(window):
     # Gross regressions only: the figures live in BENCHMARKS.md.
     assert total < 80, lines[0]
     assert med < 2000, lines[-2]
+    assert not r["work"] or sorted(r["work"])[len(r["work"]) // 2] < 2000, lines[-2]
