@@ -342,6 +342,29 @@ fn a_traced_process_names_its_tracer() {
 }
 
 /// A process carrying a worker's markers (so the collector watches it) that runs `script`.
+/// With no exit watcher to tell it of exits (none started, or its descriptors ran out), the
+/// collector serves nothing from a last read: a quiet process killed is a zombie at the very
+/// next scan, not when it would have been due again.
+#[test]
+fn regression_without_an_exit_watcher_a_quiet_process_that_exits_is_a_zombie_at_the_next_scan() {
+    let mut quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000004");
+    std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
+    let mut c = collector();
+    for i in 0..2 * debugtop_core::collect::QUIET_EVERY {
+        let t = c.scan().expect("scan");
+        assert_eq!(
+            t.stats.quiet, 0,
+            "scan {i}: a read was reused with no exit watcher"
+        );
+    }
+    quiet.signal(Signal::SIGKILL);
+    quiet.wait_state('Z', T);
+    let t = c.scan().expect("scan");
+    let z = t.procs.iter().find(|p| p.pid == quiet.pid).map(|p| p.state);
+    assert_eq!(z, Some(ProcState::Zombie));
+    quiet.reap();
+}
+
 fn watched(script: &str, session: &str) -> Spawned {
     Spawned::spawn(
         Command::new("sh")
@@ -378,6 +401,7 @@ fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning
     );
     std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
     let mut c = collector();
+    c.set_exits_watched(true);
     let mut spin_reads = 0;
     for i in 0..16 {
         let t = c.scan().expect("scan");
@@ -413,6 +437,7 @@ fn a_quiet_process_that_stops_is_seen_within_four_scans_and_one_that_exits_at_on
     let mut quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000003");
     std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
     let mut c = collector();
+    c.set_exits_watched(true);
     scans_until(&mut c, "its reads reused", |t| t.stats.quiet > 0);
     quiet.signal(Signal::SIGSTOP);
     quiet.wait_state('T', T);

@@ -41,6 +41,10 @@ pub struct ProcfsCollector {
     fds: super::fds::FdWatch,
     /// Pids the next scan reads whatever they did before (their exit was seen).
     read_next: std::collections::HashSet<u32>,
+    /// Whether an exit watcher covers every process: only then may a quiet process be served
+    /// from its last read (otherwise its exit would show only when it is due again: a zombie
+    /// shown sleeping).
+    exits_watched: bool,
 }
 
 impl ProcfsCollector {
@@ -65,6 +69,7 @@ impl ProcfsCollector {
             gen: 0,
             fds: super::fds::FdWatch::default(),
             read_next: std::collections::HashSet::new(),
+            exits_watched: false,
         })
     }
 
@@ -72,6 +77,14 @@ impl ProcfsCollector {
     /// may be zombies now).
     pub fn read_next(&mut self, pids: impl IntoIterator<Item = u32>) {
         self.read_next.extend(pids);
+    }
+
+    /// Tells the collector whether an exit watcher covers every process it lists (a pidfd each,
+    /// none starved), and so tells it of every exit through [`read_next`](Self::read_next).
+    /// Only then are quiet processes read one scan in [`QUIET_EVERY`](super::QUIET_EVERY);
+    /// without it (the default) every watched process is read every scan.
+    pub fn set_exits_watched(&mut self, watched: bool) {
+        self.exits_watched = watched;
     }
 
     /// The identity cache (read-only), for tests and diagnostics.
@@ -161,7 +174,7 @@ impl ProcfsCollector {
                     stats.processes += 1;
                     return None;
                 }
-                if !self.read_next.contains(&pid) {
+                if self.exits_watched && !self.read_next.contains(&pid) {
                     if let Some((stat, ident)) = self.cache.quiet_stat(pid, self.gen, pass.now) {
                         stats.processes += 1;
                         stats.quiet += 1;

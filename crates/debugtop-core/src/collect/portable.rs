@@ -41,6 +41,9 @@ impl SysinfoCollector {
     /// Reads are not skipped here: nothing to force.
     pub fn read_next(&mut self, _pids: impl IntoIterator<Item = u32>) {}
 
+    /// Every process is read every scan here.
+    pub fn set_exits_watched(&mut self, _watched: bool) {}
+
     /// One pass over the process table.
     pub fn scan(&mut self) -> Result<ProcessTable> {
         let started = Instant::now();

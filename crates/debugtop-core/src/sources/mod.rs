@@ -142,7 +142,11 @@ impl Local {
     fn read(&mut self) -> Result<LocalRead> {
         let mut laps = crate::cost::Laps::start();
         // A process that has exited by now is read this scan even if it was quiet: it may be
-        // a zombie, which its last read would show sleeping.
+        // a zombie, which its last read would show sleeping. Without a pidfd for every process
+        // (none available, or descriptors ran out at the last watch) nothing is served from a
+        // last read.
+        let covered = self.exits.as_ref().is_some_and(|w| w.starved() == 0);
+        self.collector.set_exits_watched(covered);
         if let Some(w) = &self.exits {
             self.collector.read_next(w.exited_by_now());
         }
