@@ -35,6 +35,10 @@ struct Args {
     /// Only the incident-scale tick (for profiling it).
     #[arg(long)]
     incident_only: bool,
+    /// Only the state step at incident scale, from built observations (no processes, no
+    /// scan): the engine's own work, deterministic enough to profile.
+    #[arg(long)]
+    step_only: bool,
     /// A tiny, fast pass that proves the benchmark still works (used by `make test`).
     #[arg(long)]
     smoke: bool,
@@ -169,6 +173,10 @@ fn main() -> anyhow::Result<()> {
     if a.incident_only {
         return rt.block_on(async { incident_tick(&a).await });
     }
+    if a.step_only {
+        step_only(&a);
+        return Ok(());
+    }
     let base = floor_pass();
     println!("processes on the machine before spawning: {base}\n");
 
@@ -178,6 +186,8 @@ fn main() -> anyhow::Result<()> {
     }
 
     rt.block_on(async { incident_tick(&a).await })?;
+    step_only(&a);
+    println!();
     rt.block_on(async { server_tick(&a).await })?;
     rt.block_on(async { exit_latency(&a).await })?;
     kill_latency(&a)?;
@@ -333,6 +343,60 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
     drop(orphans);
     println!();
     Ok(())
+}
+
+/// The state step alone at incident scale: `n` orphaned workers of a gone owner (as
+/// `incident_tick` spawns them), built as the scan would give them, one observation a second.
+/// Building the observations is not timed.
+fn step_only(a: &Args) {
+    use debugtop_core::model::Role;
+    use debugtop_core::state::{State, StateConfig};
+    use debugtop_core::testing::{ObservationBuilder, ProcBuilder};
+    let n: u32 = if a.smoke { 50 } else { 5000 };
+    let gone = 7;
+    let observe = |t: i64| {
+        let mut b = ObservationBuilder::at(t);
+        for i in 0..n {
+            let session = format!("5a1d0000-0000-4000-8000-{i:012}");
+            let argv = format!(
+                "sh -c read sh /stand-in/dist/proxy/proxy-bootstrap.js --mcp-owner-pid={gone} --mcp-session-id={session}"
+            );
+            b = b.proc(
+                ProcBuilder::new(10_000 + i, Role::Worker)
+                    .owner(gone)
+                    .session(&session)
+                    .argv(&argv)
+                    .build(),
+            );
+        }
+        b.build()
+    };
+    debugtop_core::cost::enable();
+    let mut config = StateConfig::default();
+    config.verdicts.grace = Duration::ZERO;
+    let mut state = State::new(config);
+    let (mut steps, mut phases, mut findings) = (Vec::new(), Phases::default(), 0);
+    for t in 0..i64::try_from(a.reps.max(4)).unwrap_or(15) {
+        let obs = observe(t);
+        debugtop_core::cost::take();
+        let started = Instant::now();
+        let u = state.step(obs);
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        findings = u.snapshot.findings.len();
+        let laps = debugtop_core::cost::take();
+        drop(u);
+        // The first steps confirm the findings: steady state after.
+        if t >= 3 {
+            steps.push(ms);
+            phases.add(laps);
+        }
+    }
+    line(
+        &format!("state step alone, {n} orphans ({findings} findings), redacted"),
+        stats(steps),
+        "ms",
+    );
+    phases.report();
 }
 
 /// Each phase of a tick (`debugtop_core::cost`), over several ticks, in the order they ran.
