@@ -55,8 +55,9 @@ def soak(secs):
         while time.time() < end:
             fds = sum(len(os.listdir(f"/proc/{p}/fd")) for p in procs if os.path.exists(f"/proc/{p}"))
             live = [p for p in procs if os.path.exists(f"/proc/{p}")]
+            each = " ".join(f"{comm(p)}={pss_kib(p) // 1024}" for p in live)
             samples.append((time.time() - t0, sum(rss_kib(p) // 1024 for p in live), fds,
-                            sum(pss_kib(p) // 1024 for p in live)))
+                            sum(pss_kib(p) // 1024 for p in live), each))
             time.sleep(30)
         pct = (sum(cpu_ticks(p) for p in procs) - c0) / HZ / (time.time() - t0) * 100
     finally:
@@ -68,12 +69,16 @@ def soak(secs):
     med = lambda xs: sorted(xs)[len(xs) // 2]
     first, last = med([s[1] for s in samples[:third]]), med([s[1] for s in samples[-third:]])
     pfirst, plast = med([s[3] for s in samples[:third]]), med([s[3] for s in samples[-third:]])
+    # The window fills its timeline and history for the first minutes: growth after that is
+    # the middle third against the last.
+    pmid = med([s[3] for s in samples[third:-third]] or [pfirst])
     line = (f"soak, demo, {secs // 60} min at 1 s: resident {first} MB → {last} MB "
             f"({(last - first) / max(first, 1) * 100:+.1f} %; sum of PSS {pfirst} → {plast} MB, "
-            f"{(plast - pfirst) / max(pfirst, 1) * 100:+.1f} %), descriptors {samples[0][2]} → {samples[-1][2]}, "
+            f"{(plast - pfirst) / max(pfirst, 1) * 100:+.1f} %; middle third → last {pmid} → {plast} MB, "
+            f"{(plast - pmid) / max(pmid, 1) * 100:+.1f} %), descriptors {samples[0][2]} → {samples[-1][2]}, "
             f"CPU {pct:.2f} % of a core (app and every WebKit process, {len(samples)} samples)")
     (ROOT / "target" / "window-soak.txt").write_text(
-        line + "\n" + "\n".join(f"{t:.0f}s {r} MB rss {p} MB pss {f} fds" for t, r, f, p in samples) + "\n")
+        line + "\n" + "\n".join(f"{t:.0f}s {r} MB rss {p} MB pss {f} fds (pss MB: {e})" for t, r, f, p, e in samples) + "\n")
     print(line)
 
 
