@@ -333,6 +333,21 @@ pub fn untouched(pid: u32, ticks: u64) -> bool {
         && nothing_pending
 }
 
+/// One stand-in worker of a live owner (this test process) running `script` in `sh`: its argv
+/// carries the worker markers (`…/proxy-bootstrap.js --mcp-owner-pid=<us> --mcp-session-id=`),
+/// so the collector watches it like a real worker.
+pub fn stand_in_worker(script: &str, session: &str) -> Spawned {
+    Spawned::spawn(
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg("sh")
+            .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
+            .arg(format!("--mcp-owner-pid={}", my_pid()))
+            .arg(format!("--mcp-session-id={session}")),
+    )
+}
+
 /// Cheap stand-ins for the orphaned workers of a dead owner, at incident scale: each is a
 /// `sh` blocked reading a FIFO this struct holds open, whose argv carries the worker markers
 /// (`…/proxy-bootstrap.js --mcp-owner-pid=<owner> --mcp-session-id=<uuid>`) and nothing else

@@ -8,6 +8,7 @@ use std::time::Duration;
 use debugtop_core::collect::linux::ProcfsCollector;
 use debugtop_core::model::{ProcState, Role};
 use debugtop_e2e::procs::my_pid;
+use debugtop_e2e::procs::stand_in_worker;
 use debugtop_e2e::{fixture, respawn_at, start_ticks, wait_for, Owned, Spawned};
 use nix::sys::signal::Signal;
 
@@ -341,7 +342,6 @@ fn a_traced_process_names_its_tracer() {
     // The guard (dropped first) kills the traced child while strace still is its parent.
 }
 
-/// A process carrying a worker's markers (so the collector watches it) that runs `script`.
 /// With no exit watcher to tell it of exits (none started, or its descriptors ran out), the
 /// collector serves nothing from a last read: a quiet process killed is a zombie at the very
 /// next scan, not when it would have been due again.
@@ -365,16 +365,9 @@ fn regression_without_an_exit_watcher_a_quiet_process_that_exits_is_a_zombie_at_
     quiet.reap();
 }
 
+/// A process carrying a worker's markers (so the collector watches it) that runs `script`.
 fn watched(script: &str, session: &str) -> Spawned {
-    Spawned::spawn(
-        Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .arg("sh")
-            .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
-            .arg(format!("--mcp-owner-pid={}", my_pid()))
-            .arg(format!("--mcp-session-id={session}")),
-    )
+    stand_in_worker(script, session)
 }
 
 fn scans_until(

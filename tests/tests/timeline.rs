@@ -9,7 +9,7 @@ use debugtop_core::collect::exits::ExitWatcher;
 use debugtop_core::model::{ProcState, TimelineEvent, TimelineKind, Update};
 use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Client, Server};
-use debugtop_e2e::procs::{my_pid, start_ticks};
+use debugtop_e2e::procs::{my_pid, stand_in_worker, start_ticks};
 use debugtop_e2e::{fixture, tick_until, wait_for, Spawned};
 use nix::sys::signal::Signal;
 
@@ -174,26 +174,13 @@ async fn real_server_session_lifecycle_on_the_timeline() {
     client.close().await;
 }
 
-/// A stand-in worker of a live owner (this test): watched by the collector like a real one.
-fn stand_in_worker() -> Spawned {
-    Spawned::spawn(
-        Command::new("sh")
-            .arg("-c")
-            .arg("sleep 300")
-            .arg("sh")
-            .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
-            .arg(format!("--mcp-owner-pid={}", my_pid()))
-            .arg(format!("--mcp-session-id={}", uuid::Uuid::new_v4())),
-    )
-}
-
 /// The scan's own poll finds an exit the watcher's thread has not seen (here: has no thread),
 /// once, and never one of a process still running.
 #[test]
 fn regression_an_exit_the_watcher_thread_has_not_seen_is_found_by_the_scans_own_poll() {
     let w = ExitWatcher::without_thread().expect("pidfds on Linux");
-    let mut dies = stand_in_worker();
-    let lives = stand_in_worker();
+    let mut dies = stand_in_worker("sleep 300", &uuid::Uuid::new_v4().to_string());
+    let lives = stand_in_worker("sleep 300", &uuid::Uuid::new_v4().to_string());
     w.watch([dies.pid, lives.pid].map(|p| (p, start_ticks(p).unwrap())));
     assert_eq!(w.exited_by_now(), Vec::<u32>::new(), "nothing exited yet");
     dies.signal(Signal::SIGKILL);
@@ -215,7 +202,9 @@ fn regression_an_exit_the_watcher_thread_has_not_seen_is_found_by_the_scans_own_
 /// one of these quiet workers, killed right before a tick, is a zombie at that tick.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_quiet_worker_killed_right_before_a_tick_is_a_zombie_at_that_tick() {
-    let mut workers: Vec<Spawned> = (0..8).map(|_| stand_in_worker()).collect();
+    let mut workers: Vec<Spawned> = (0..8)
+        .map(|_| stand_in_worker("sleep 300", &uuid::Uuid::new_v4().to_string()))
+        .collect();
     let mut e = Engine::new(Config::default()).unwrap();
     // Old enough not to be young, and read alike often enough to be quiet.
     tokio::time::sleep(debugtop_core::collect::YOUNG).await;

@@ -34,27 +34,26 @@ def cpu_ticks(pid):
     return int(f[11]) + int(f[12]) if f else 0
 
 
-def rss_kib(pid):
+def _kib(path, key):
+    """The kB figure of the line `key` in a /proc file, or 0 once the process is gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(key):
                 return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def rss_kib(pid):
+    return _kib(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_kib(pid):
     """Proportional set size: resident memory with each shared page divided among the processes
     that map it, so a sum over processes counts a shared library once (a sum of RSS counts
     WebKit's and GTK's libraries once per process)."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return _kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def comm(pid):
