@@ -107,8 +107,9 @@ impl State {
         laps.lap("step: knowledge");
         let world = self.world(&mut obs, &mut laps);
         let findings = self.evaluator.evaluate(&world, &self.live);
-        let findings = self.findings.share(findings, |f| f.id.clone());
         laps.lap("step: rules");
+        let findings = self.findings.share_built(findings, |f| f.id.clone());
+        laps.lap("step: sharing (findings)");
         self.timeline.observe_world(&world, &findings, &events);
         laps.lap("step: timeline (world)");
         let snapshot = self.snapshot(&world, findings, &obs);

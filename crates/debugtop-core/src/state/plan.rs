@@ -6,9 +6,10 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::model::{KillPlan, KillTarget, LiveTable, Proc, ProcId, Refusal, Role, Via};
+use crate::model::{KillPlan, KillTarget, LiveTable, Proc, ProcId, Refusal, Role, SelfInfo, Via};
 use crate::redact::redact_argv;
 
 /// Default time between SIGTERM and SIGKILL.
@@ -69,11 +70,11 @@ fn refusal_of(live: &LiveTable, p: Option<&Proc>, pid: u32) -> Option<String> {
 /// The live table looked up by pid and by each relation a plan follows, built once per plan:
 /// planning a thousand orphans is linear, not cubic.
 struct Index<'a> {
-    by_pid: HashMap<u32, &'a Proc>,
-    children: HashMap<u32, Vec<&'a Proc>>,
-    group: HashMap<u32, Vec<&'a Proc>>,
-    session: HashMap<u32, Vec<&'a Proc>>,
-    watchdogs: HashMap<u32, Vec<&'a Proc>>,
+    by_pid: HashMap<u32, &'a Arc<Proc>>,
+    children: HashMap<u32, Vec<&'a Arc<Proc>>>,
+    group: HashMap<u32, Vec<&'a Arc<Proc>>>,
+    session: HashMap<u32, Vec<&'a Arc<Proc>>>,
+    watchdogs: HashMap<u32, Vec<&'a Arc<Proc>>>,
 }
 
 impl<'a> Index<'a> {
@@ -98,29 +99,49 @@ impl<'a> Index<'a> {
     }
 
     /// Processes related to `p` as a plan follows them, strongest relation first.
-    fn related(&self, p: &Proc, tree: bool) -> Vec<(&'a Proc, Via)> {
+    fn related(&self, p: &Proc, tree: bool) -> impl Iterator<Item = (&'a Arc<Proc>, Via)> + '_ {
         let pid = p.pid;
-        let of = |m: &HashMap<u32, Vec<&'a Proc>>, via: Via| {
-            m.get(&pid)
-                .into_iter()
-                .flatten()
-                .map(move |q| (*q, via))
-                .collect::<Vec<_>>()
-        };
-        let mut out = Vec::new();
-        if tree {
-            out.extend(of(&self.children, Via::Descendant));
-        }
-        if p.pgid == pid {
-            out.extend(of(&self.group, Via::Group));
-        }
-        if p.sid == pid {
-            out.extend(of(&self.session, Via::Session));
-        }
-        out.extend(of(&self.watchdogs, Via::Watchdog));
-        out
+        members(&self.children, pid, Via::Descendant, tree)
+            .chain(members(&self.group, pid, Via::Group, p.pgid == pid))
+            .chain(members(&self.session, pid, Via::Session, p.sid == pid))
+            .chain(members(&self.watchdogs, pid, Via::Watchdog, true))
+    }
+
+    /// The live process with this pid.
+    fn proc(&self, pid: u32) -> Option<&'a Proc> {
+        self.by_pid.get(&pid).map(|p| &***p)
     }
 }
+
+/// The processes `m` lists under `pid`, each with `via` (none unless `follow`).
+fn members<'m, 'a>(
+    m: &'m HashMap<u32, Vec<&'a Arc<Proc>>>,
+    pid: u32,
+    via: Via,
+    follow: bool,
+) -> impl Iterator<Item = (&'a Arc<Proc>, Via)> + 'm {
+    m.get(&pid)
+        .filter(|_| follow)
+        .into_iter()
+        .flatten()
+        .map(move |q| (*q, via))
+}
+
+/// What a plan was made from: every asked-for pid as it was looked up, and every process the
+/// plan took with every process related to it (taken or not) — each the very allocation of the
+/// live table it was planned against. A plan is the same plan against a later table exactly
+/// when each of these is still the same allocation there and the planner is the same process
+/// ([`Planner::holds`]): planning is a function of nothing else.
+#[derive(Debug, Clone)]
+pub struct PlanTrace {
+    me: SelfInfo,
+    tree: bool,
+    asked: Vec<(u32, Option<Arc<Proc>>)>,
+    walked: Vec<(Arc<Proc>, Related)>,
+}
+
+/// The processes related to one process, as a plan follows them.
+type Related = Vec<(Arc<Proc>, Via)>;
 
 /// Plans the end of `pids` against the live table.
 pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
@@ -183,15 +204,71 @@ impl<'a> Planner<'a> {
 
     /// Plans the end of `pids`.
     pub fn plan(&self, pids: &[u32], opts: PlanOptions) -> KillPlan {
+        self.plan_traced(pids, opts, None)
+    }
+
+    /// Plans the end of `pids`, and what the plan was made from (to tell, at a later tick,
+    /// whether planning again would give the same plan without planning again).
+    pub fn plan_with_trace(&self, pids: &[u32], opts: PlanOptions) -> (KillPlan, PlanTrace) {
+        let mut trace = PlanTrace {
+            me: self.live.me.clone(),
+            tree: opts.tree,
+            asked: Vec::new(),
+            walked: Vec::new(),
+        };
+        let plan = self.plan_traced(pids, opts, Some(&mut trace));
+        (plan, trace)
+    }
+
+    /// Whether planning again against this table would give the plan `trace` was made with:
+    /// every process it read is the same allocation here, nothing new is related to them, and
+    /// the planner is the same process.
+    pub fn holds(&self, trace: &PlanTrace) -> bool {
+        let same = |pid: u32, was: Option<&Arc<Proc>>| match (self.idx.by_pid.get(&pid), was) {
+            (Some(now), Some(was)) => Arc::ptr_eq(now, was),
+            (None, None) => true,
+            _ => false,
+        };
+        trace.me == self.live.me
+            && trace
+                .asked
+                .iter()
+                .all(|(pid, was)| same(*pid, was.as_ref()))
+            && trace.walked.iter().all(|(p, related)| {
+                same(p.pid, Some(p))
+                    && self
+                        .idx
+                        .related(p, trace.tree)
+                        .map(Some)
+                        .chain(std::iter::once(None))
+                        .zip(related.iter().map(Some).chain(std::iter::once(None)))
+                        .all(|(now, was)| match (now, was) {
+                            (Some((q, v)), Some((r, w))) => Arc::ptr_eq(q, r) && v == *w,
+                            (None, None) => true,
+                            _ => false,
+                        })
+            })
+    }
+
+    fn plan_traced(
+        &self,
+        pids: &[u32],
+        opts: PlanOptions,
+        mut trace: Option<&mut PlanTrace>,
+    ) -> KillPlan {
         let (live, idx) = (self.live, &self.idx);
         let mut chosen: BTreeMap<u32, Via> = BTreeMap::new();
         let mut refused: BTreeMap<u32, Refusal> = BTreeMap::new();
         let mut order = Vec::new();
         for &pid in pids {
+            if let Some(t) = trace.as_deref_mut() {
+                t.asked
+                    .push((pid, idx.by_pid.get(&pid).map(|p| Arc::clone(p))));
+            }
             if chosen.contains_key(&pid) || refused.contains_key(&pid) {
                 continue;
             }
-            match refusal_of(live, idx.by_pid.get(&pid).copied(), pid) {
+            match refusal_of(live, idx.proc(pid), pid) {
                 Some(why) => {
                     order.push(pid);
                     refused.insert(pid, Refusal { pid, why });
@@ -201,7 +278,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        expand(live, idx, &mut chosen, opts.tree);
+        expand(live, idx, &mut chosen, opts.tree, trace);
         KillPlan {
             targets: ordered_targets(&idx.by_pid, &chosen, |p| match self.argv {
                 Some(m) => m.redacted(p),
@@ -216,7 +293,7 @@ impl<'a> Planner<'a> {
 /// The chosen processes as targets: leaves first; workers and servers after everything they
 /// started.
 fn ordered_targets(
-    by_pid: &HashMap<u32, &Proc>,
+    by_pid: &HashMap<u32, &Arc<Proc>>,
     chosen: &BTreeMap<u32, Via>,
     argv: impl Fn(&Proc) -> Vec<String>,
 ) -> Vec<KillTarget> {
@@ -242,7 +319,14 @@ fn ordered_targets(
 /// Adds descendants (with `tree`), members of groups and sessions the chosen lead, and
 /// watchdogs naming a chosen debuggee — never a server, never a refused pid. Level by level,
 /// each level in pid order, so a process reached two ways gets the same relation every time.
-fn expand(live: &LiveTable, idx: &Index<'_>, chosen: &mut BTreeMap<u32, Via>, tree: bool) {
+/// With `trace`, records each process taken with everything related to it.
+fn expand(
+    live: &LiveTable,
+    idx: &Index<'_>,
+    chosen: &mut BTreeMap<u32, Via>,
+    tree: bool,
+    mut trace: Option<&mut PlanTrace>,
+) {
     let mut frontier: Vec<u32> = chosen.keys().copied().collect();
     while !frontier.is_empty() {
         frontier.sort_unstable();
@@ -251,6 +335,10 @@ fn expand(live: &LiveTable, idx: &Index<'_>, chosen: &mut BTreeMap<u32, Via>, tr
             let Some(p) = idx.by_pid.get(&pid) else {
                 continue;
             };
+            if let Some(t) = trace.as_deref_mut() {
+                let related = idx.related(p, tree).map(|(q, v)| (Arc::clone(q), v));
+                t.walked.push((Arc::clone(p), related.collect()));
+            }
             for (q, via) in idx.related(p, tree) {
                 if chosen.contains_key(&q.pid)
                     || q.role == Role::Server
@@ -268,7 +356,7 @@ fn expand(live: &LiveTable, idx: &Index<'_>, chosen: &mut BTreeMap<u32, Via>, tr
 
 /// How deep a chosen process sits under other chosen ones (a watchdog counts as its
 /// debuggee's child, so it is signalled before it).
-fn depth(by_pid: &HashMap<u32, &Proc>, chosen: &BTreeMap<u32, Via>, pid: u32) -> usize {
+fn depth(by_pid: &HashMap<u32, &Arc<Proc>>, chosen: &BTreeMap<u32, Via>, pid: u32) -> usize {
     let mut d = 0;
     let mut cur = pid;
     while let Some(p) = by_pid.get(&cur) {
@@ -432,5 +520,84 @@ mod tests {
         assert_eq!(pids, [4_000_003, 4_000_002, 4_000_001]);
         assert_eq!(p.grace_ms, 60_000);
         assert!(p.describe().iter().any(|l| l.contains("then SIGKILL")));
+    }
+
+    #[test]
+    fn a_trace_holds_until_a_process_it_read_changes_or_joins_or_the_planner_does() {
+        let procs = || {
+            vec![
+                std::sync::Arc::new(
+                    ProcBuilder::new(4_000_001, Role::Adapter)
+                        .ppid(1)
+                        .group(4_000_001, 4_000_001)
+                        .build(),
+                ),
+                std::sync::Arc::new(
+                    ProcBuilder::new(4_000_002, Role::Debuggee)
+                        .ppid(4_000_001)
+                        .build(),
+                ),
+                std::sync::Arc::new(ProcBuilder::new(4_000_009, Role::Adapter).ppid(1).build()),
+            ]
+        };
+        let first = procs();
+        let table = |procs: Vec<std::sync::Arc<Proc>>| LiveTable {
+            procs,
+            me: live(vec![]).me,
+        };
+        let t0 = table(first.clone());
+        let (plan, trace) =
+            Planner::new(&t0, None).plan_with_trace(&[4_000_001], PlanOptions::default());
+        assert_eq!(plan.targets.len(), 2);
+        let holds = |t: &LiveTable| Planner::new(t, None).holds(&trace);
+        assert!(holds(&t0));
+        let mut unrelated = first.clone();
+        unrelated[2] = std::sync::Arc::new(
+            ProcBuilder::new(4_000_009, Role::Adapter)
+                .ppid(1)
+                .cpu(50.0)
+                .build(),
+        );
+        assert!(
+            holds(&table(unrelated)),
+            "an unrelated process changing does not matter"
+        );
+        let mut target_changed = first.clone();
+        target_changed[1] = std::sync::Arc::new(
+            ProcBuilder::new(4_000_002, Role::Debuggee)
+                .ppid(4_000_001)
+                .argv("x --new")
+                .build(),
+        );
+        assert!(!holds(&table(target_changed)), "a target re-read");
+        let mut joined = first.clone();
+        joined.push(std::sync::Arc::new(
+            ProcBuilder::new(4_000_003, Role::Debuggee)
+                .ppid(1)
+                .group(4_000_001, 1)
+                .build(),
+        ));
+        assert!(
+            !holds(&table(joined)),
+            "a new member of the group the adapter leads"
+        );
+        let mut gone = first.clone();
+        gone.remove(1);
+        assert!(!holds(&table(gone)), "a target gone");
+        let mut other_me = table(first.clone());
+        other_me.me.pid = 51;
+        assert!(!holds(&other_me), "another planner (its own refusals)");
+        let asked_missing = Planner::new(&t0, None)
+            .plan_with_trace(&[4_000_005], PlanOptions::default())
+            .1;
+        let mut appeared = first;
+        appeared.push(std::sync::Arc::new(
+            ProcBuilder::new(4_000_005, Role::Worker).ppid(1).build(),
+        ));
+        assert!(Planner::new(&t0, None).holds(&asked_missing));
+        assert!(
+            !Planner::new(&table(appeared), None).holds(&asked_missing),
+            "a refused pid now live"
+        );
     }
 }

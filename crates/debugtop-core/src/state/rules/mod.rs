@@ -19,16 +19,19 @@ mod sessions;
 pub mod stuck;
 mod workers;
 
-use std::collections::BTreeMap;
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::plan::{self, PlanOptions, SHORT_GRACE};
+use super::plan::{self, PlanOptions, PlanTrace, SHORT_GRACE};
 use super::reconcile::World;
 use crate::model::{
-    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, Severity,
-    DEFAULT_GRACE,
+    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, ProcId,
+    Severity, DEFAULT_GRACE,
 };
 
 /// How findings are confirmed.
@@ -68,8 +71,8 @@ impl Default for VerdictConfig {
 /// A condition that holds now, not yet confirmed.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// The finding it would be.
-    pub finding: Finding,
+    /// The finding it would be (last step's allocation when nothing it says changed).
+    pub finding: Arc<Finding>,
     /// Time the evidence itself gives (a log line), if any.
     pub evidence_at: Option<DateTime<Utc>>,
     /// Needs two consecutive samples whatever the mode (spinning).
@@ -85,6 +88,10 @@ pub struct Candidate {
 impl Candidate {
     /// A condition dated by when it was first seen.
     pub fn new(finding: Finding) -> Self {
+        Self::of_shared(Arc::new(finding))
+    }
+
+    fn of_shared(finding: Arc<Finding>) -> Self {
         Self {
             finding,
             evidence_at: None,
@@ -122,6 +129,10 @@ pub struct Ctx<'a> {
     pub config: &'a VerdictConfig,
     /// Plans against `live`, indexed once for every finding of the step.
     pub planner: plan::Planner<'a>,
+    /// Last step's findings about processes, for those whose inputs did not change.
+    memo: &'a FindingMemo,
+    /// Since when each condition has held (last step's).
+    first_seen: &'a BTreeMap<FindingId, DateTime<Utc>>,
 }
 
 impl Ctx<'_> {
@@ -148,15 +159,93 @@ impl Ctx<'_> {
             .map(|d| &**d)
     }
 
+    /// Live processes (not tombs), as shared between steps.
+    pub fn proc_arcs(&self) -> impl Iterator<Item = &Arc<Proc>> {
+        self.world.procs.iter().filter(|p| p.exited_at.is_none())
+    }
+
     /// A kill plan for these processes and everything they started; `short` for processes
     /// that ignore SIGTERM in practice.
     pub fn plan(&self, pids: &[u32], short: bool) -> KillPlan {
-        let mut opts = PlanOptions::default();
-        if short {
-            opts.grace = SHORT_GRACE;
-        }
-        self.planner.plan(pids, opts)
+        self.planner.plan(pids, plan_options(short))
     }
+
+    /// A finding of `kind` about `p` with a plan to kill `p` and what it started, built by
+    /// `build` (everything but the plan and `since`) — or last step's very finding when `p` is
+    /// the same allocation, `inputs` (everything else of the world `build` reads) are equal
+    /// and the plan would be the same ([`plan::Planner::holds`]). At incident scale the rules
+    /// would otherwise format and plan thousands of unchanged findings every tick.
+    pub fn memoized<K: PartialEq + Send + 'static>(
+        &self,
+        kind: FindingKind,
+        p: &Arc<Proc>,
+        inputs: K,
+        short: bool,
+        build: impl FnOnce() -> Finding,
+    ) -> Candidate {
+        let key = (kind, p.id());
+        let reused = self.memo.last.borrow_mut().remove(&key).filter(|m| {
+            Arc::ptr_eq(&m.subject, p)
+                && m.short == short
+                && m.inputs.downcast_ref::<K>() == Some(&inputs)
+                && self.planner.holds(&m.trace)
+        });
+        let m = reused.unwrap_or_else(|| {
+            let mut f = build();
+            let (plan, trace) = self.planner.plan_with_trace(&[p.pid], plan_options(short));
+            f.plan = Some(plan);
+            f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
+            Memoized {
+                subject: Arc::clone(p),
+                inputs: Box::new(inputs),
+                short,
+                trace,
+                finding: Arc::new(f),
+            }
+        });
+        let finding = Arc::clone(&m.finding);
+        self.memo.next.borrow_mut().insert(key, m);
+        Candidate::of_shared(finding)
+    }
+}
+
+fn plan_options(short: bool) -> PlanOptions {
+    let mut opts = PlanOptions::default();
+    if short {
+        opts.grace = SHORT_GRACE;
+    }
+    opts
+}
+
+/// Findings about processes as [`Ctx::memoized`] built them, by kind and subject: last step's
+/// (read and emptied this step) and this step's.
+#[derive(Default)]
+struct FindingMemo {
+    last: RefCell<HashMap<(FindingKind, ProcId), Memoized>>,
+    next: RefCell<HashMap<(FindingKind, ProcId), Memoized>>,
+}
+
+impl std::fmt::Debug for FindingMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FindingMemo({} findings)", self.next.borrow().len())
+    }
+}
+
+impl FindingMemo {
+    /// This step's findings become last step's; what no rule asked for again is forgotten.
+    fn turn(&mut self) {
+        let next = std::mem::take(self.next.get_mut());
+        *self.last.get_mut() = next;
+    }
+}
+
+/// One finding and everything it was made from.
+struct Memoized {
+    subject: Arc<Proc>,
+    inputs: Box<dyn Any + Send>,
+    short: bool,
+    trace: PlanTrace,
+    finding: Arc<Finding>,
 }
 
 /// A finding about one process, with what every such finding has in common filled in.
@@ -218,6 +307,7 @@ pub struct Evaluator {
     first_seen: BTreeMap<FindingId, DateTime<Utc>>,
     pending: usize,
     argv: plan::ArgvMemo,
+    memo: FindingMemo,
 }
 
 impl Evaluator {
@@ -228,6 +318,7 @@ impl Evaluator {
             first_seen: BTreeMap::new(),
             pending: 0,
             argv: plan::ArgvMemo::default(),
+            memo: FindingMemo::default(),
         }
     }
 
@@ -243,15 +334,25 @@ impl Evaluator {
     }
 
     /// Every rule against a world; the confirmed findings, worst first, then by id.
-    pub fn evaluate(&mut self, world: &World, live: &LiveTable) -> Vec<Finding> {
+    pub fn evaluate(&mut self, world: &World, live: &LiveTable) -> Vec<Arc<Finding>> {
         let ctx = Ctx {
             world,
             live,
             config: &self.config,
             planner: plan::Planner::new(live, Some(&self.argv)),
+            memo: &self.memo,
+            first_seen: &self.first_seen,
         };
-        let candidates: Vec<Candidate> = RULES.iter().flat_map(|(_, rule)| rule(&ctx)).collect();
+        let mut laps = crate::cost::Laps::start();
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for (kind, rule) in RULES {
+            candidates.extend(rule(&ctx));
+            laps.lap(kind.as_str());
+        }
+        drop(ctx);
+        self.memo.turn();
         self.argv.retain_live(live);
+        laps.lap("rules: argv memo");
         let now = world.at;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
@@ -261,14 +362,19 @@ impl Evaluator {
             seen.insert(c.finding.id.clone(), first.unwrap_or(now));
             if self.ripe(&c, first, now) {
                 let mut f = c.finding;
-                f.since = c.evidence_at.unwrap_or(first.unwrap_or(now)).min(f.since);
+                let since = c.evidence_at.unwrap_or(first.unwrap_or(now)).min(f.since);
+                if since != f.since {
+                    Arc::make_mut(&mut f).since = since;
+                }
                 out.push(f);
             } else {
                 self.pending += 1;
             }
         }
         self.first_seen = seen;
+        laps.lap("rules: confirm");
         out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+        laps.lap("rules: sort");
         out
     }
 

@@ -30,50 +30,60 @@ fn written_owner(p: &Proc) -> Option<&str> {
 
 /// A live worker whose `--mcp-owner-pid` is not a live server started before it.
 pub fn orphaned_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
-    let mut out = Vec::new();
-    for p in live_workers(ctx).filter(|p| same_owner(ctx, p).is_none()) {
-        let written = written_owner(p).unwrap_or("?");
-        let mut f = about(
-            FindingKind::OrphanedWorker,
-            Severity::Critical,
-            p,
-            ctx.now(),
-        );
-        f.server_pid = p.owner_pid;
-        f.evidence.push(format!(
-            "worker {}{} names its owner with --mcp-owner-pid={written} (process table)",
-            p.pid,
-            of_session(p)
-        ));
-        f.evidence.push(match (p.owner_pid, &p.ns) {
-            (None, Some(ns)) => format!(
-                "no process has pid {written} in its pid namespace{} (the worker's pid there is {}): its owner is gone",
-                ns.container.as_deref().map(|c| format!(" (container {c})")).unwrap_or_default(),
-                ns.pid
+    ctx.proc_arcs()
+        .filter(|p| p.role == Role::Worker && p.state.is_alive())
+        .filter(|p| same_owner(ctx, p).is_none())
+        .map(|p| {
+            // Everything of the world the finding reads besides the worker itself.
+            let owner = p.owner_pid.and_then(|o| ctx.world.server(o)).cloned();
+            ctx.memoized(FindingKind::OrphanedWorker, p, owner, true, || {
+                orphan_finding(ctx, p)
+            })
+        })
+        .collect()
+}
+
+/// The finding about an orphaned worker, but its plan.
+fn orphan_finding(ctx: &Ctx<'_>, p: &Proc) -> crate::model::Finding {
+    let written = written_owner(p).unwrap_or("?");
+    let mut f = about(
+        FindingKind::OrphanedWorker,
+        Severity::Critical,
+        p,
+        ctx.now(),
+    );
+    f.server_pid = p.owner_pid;
+    f.evidence.push(format!(
+        "worker {}{} names its owner with --mcp-owner-pid={written} (process table)",
+        p.pid,
+        of_session(p)
+    ));
+    f.evidence.push(match (p.owner_pid, &p.ns) {
+        (None, Some(ns)) => format!(
+            "no process has pid {written} in its pid namespace{} (the worker's pid there is {}): its owner is gone",
+            ns.container.as_deref().map(|c| format!(" (container {c})")).unwrap_or_default(),
+            ns.pid
+        ),
+        (Some(owner), _) => match ctx.world.server(owner) {
+            Some(s) => format!(
+                "pid {owner} is an mcp-debugger server started at {}, after the worker (started {}): not its owner",
+                s.start_time.to_rfc3339(),
+                p.start_time.to_rfc3339()
             ),
-            (Some(owner), _) => match ctx.world.server(owner) {
-                Some(s) => format!(
-                    "pid {owner} is an mcp-debugger server started at {}, after the worker (started {}): not its owner",
-                    s.start_time.to_rfc3339(),
-                    p.start_time.to_rfc3339()
-                ),
-                None => format!("no mcp-debugger server with pid {owner} is running"),
-            },
-            (None, None) => "its owner pid names no process".to_owned(),
-        });
-        if p.owner_pid != Some(p.ppid) {
-            let was = p
-                .remembered_ppid
-                .map(|r| format!(" (was {r})"))
-                .unwrap_or_default();
-            f.evidence
-                .push(format!("its parent is now pid {}{was}", p.ppid));
-        }
-        f.suggested_action = format!("kill worker {} and everything under it", p.pid);
-        f.plan = Some(ctx.plan(&[p.pid], true));
-        out.push(Candidate::new(f));
+            None => format!("no mcp-debugger server with pid {owner} is running"),
+        },
+        (None, None) => "its owner pid names no process".to_owned(),
+    });
+    if p.owner_pid != Some(p.ppid) {
+        let was = p
+            .remembered_ppid
+            .map(|r| format!(" (was {r})"))
+            .unwrap_or_default();
+        f.evidence
+            .push(format!("its parent is now pid {}{was}", p.ppid));
     }
-    out
+    f.suggested_action = format!("kill worker {} and everything under it", p.pid);
+    f
 }
 
 /// One reason the server can no longer hold a worker's session.
