@@ -28,7 +28,7 @@ pub struct HttpRec {
 }
 
 /// A debug session, as the logs tell.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct DebugRec {
     /// Its name.
     pub name: Option<String>,

@@ -71,6 +71,8 @@ pub struct State {
     tree: Vec<Arc<TreeNode>>,
     sessions: Interned<(Option<u32>, String), DebugSession>,
     findings: Interned<FindingId, Finding>,
+    /// Last step's debug sessions and their nodes, with what they were built from.
+    session_memo: reconcile::SessionMemo,
     seq: u64,
 }
 
@@ -94,6 +96,7 @@ impl State {
             tree: Vec::new(),
             sessions: Interned::default(),
             findings: Interned::default(),
+            session_memo: reconcile::SessionMemo::default(),
             seq: 0,
             config,
         }
@@ -140,7 +143,8 @@ impl State {
         laps.lap("step: timeline (processes)");
         let tombs = self.timeline.tombs().into_iter().map(Arc::new);
         let procs = table.iter().cloned().chain(tombs).collect();
-        let mut world = reconcile::from_shared(obs, procs, &self.knowledge);
+        let mut world =
+            reconcile::from_shared_with(obs, procs, &self.knowledge, &mut self.session_memo);
         laps.lap("step: reconcile");
         world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));
         self.tree.clone_from(&world.tree);

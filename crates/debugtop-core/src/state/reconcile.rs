@@ -5,7 +5,7 @@
 //! pid) to a server that is gone stay under a node for that gone server. Pure over the
 //! observation and the knowledge.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -76,8 +76,88 @@ pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
 /// Joins everything known into one tree per server, over `procs` (live and tombs; the
 /// observation's own table is not read).
 pub fn from_shared(obs: &Observation, procs: Vec<Arc<Proc>>, k: &Knowledge) -> World {
+    from_shared_with(obs, procs, k, &mut SessionMemo::default())
+}
+
+/// Each server's debug sessions as the last step built them — the session and its tree node —
+/// with what they were built from: the same allocations of its processes and an equal record
+/// from the logs give the very same session and node again, at incident scale thousands a tick.
+#[derive(Debug, Default)]
+pub struct SessionMemo {
+    built: HashMap<u32, HashMap<String, BuiltSession>>,
+    step: u64,
+}
+
+/// One debug session as built, what from, and the last step that asked for it.
+#[derive(Debug)]
+struct BuiltSession {
+    rec: Option<DebugRec>,
+    procs: Vec<Arc<Proc>>,
+    node: Option<Arc<TreeNode>>,
+    session: Arc<DebugSession>,
+    step: u64,
+}
+
+/// A debug session's node (none when it is history) and the session.
+type Built = (Option<Arc<TreeNode>>, Arc<DebugSession>);
+
+impl SessionMemo {
+    /// The session `id` of `server` as last built if built from these very inputs, else as
+    /// `build` builds it now (and remembered).
+    fn get(
+        &mut self,
+        server: u32,
+        id: &str,
+        rec: Option<&DebugRec>,
+        ps: &[&Arc<Proc>],
+        build: impl FnOnce() -> Built,
+    ) -> Built {
+        let step = self.step;
+        let sessions = self.built.entry(server).or_default();
+        if let Some(b) = sessions.get_mut(id) {
+            let same = b.rec.as_ref() == rec
+                && b.procs.len() == ps.len()
+                && b.procs.iter().zip(ps).all(|(a, b)| Arc::ptr_eq(a, b));
+            if same {
+                b.step = step;
+                return (b.node.clone(), Arc::clone(&b.session));
+            }
+        }
+        let (node, session) = build();
+        let b = BuiltSession {
+            rec: rec.cloned(),
+            procs: ps.iter().map(|p| Arc::clone(p)).collect(),
+            node: node.clone(),
+            session: Arc::clone(&session),
+            step,
+        };
+        sessions.insert(id.to_owned(), b);
+        (node, session)
+    }
+
+    /// Forgets what this step did not ask for; the next step begins.
+    fn turn(&mut self) {
+        let step = self.step;
+        self.built.retain(|_, sessions| {
+            sessions.retain(|_, b| b.step == step);
+            !sessions.is_empty()
+        });
+        self.step += 1;
+    }
+}
+
+/// [`from_shared`], reusing the debug sessions `memo` holds where nothing they were built from
+/// changed.
+pub fn from_shared_with(
+    obs: &Observation,
+    procs: Vec<Arc<Proc>>,
+    k: &Knowledge,
+    memo: &mut SessionMemo,
+) -> World {
+    let mut laps = crate::cost::Laps::start();
     let stdio = stdio_servers(&obs.table.servers, &procs);
     let (by_server, gone) = group_by_server(&obs.table.servers, &procs, &stdio);
+    laps.lap("reconcile: by server");
     let mut w = World {
         at: obs.at,
         servers: obs.table.servers.clone(),
@@ -95,15 +175,19 @@ pub fn from_shared(obs: &Observation, procs: Vec<Arc<Proc>>, k: &Knowledge) -> W
         let seen = obs.servers.iter().find(|x| x.pid == s.pid);
         let mine = by_server.get(&s.pid).cloned().unwrap_or_default();
         let know = k.server(s.pid).unwrap_or(&empty);
-        live_server(&mut w, s, seen, know, &mine);
+        live_server(&mut w, s, seen, know, &mine, memo);
     }
     for (pid, mine) in gone {
-        gone_server(&mut w, pid, k.server(pid).unwrap_or(&empty), &mine);
+        gone_server(&mut w, pid, k.server(pid).unwrap_or(&empty), &mine, memo);
     }
+    laps.lap("reconcile: servers");
+    memo.turn();
+    laps.lap("reconcile: memo");
     for r in &obs.remote {
         remote_server(&mut w, &r.url, &r.health);
     }
     host_trees(&mut w, &procs, &stdio);
+    laps.lap("reconcile: hosts");
     w.procs = procs;
     w
 }
@@ -212,7 +296,7 @@ fn host_node(pid: u32, argv: &str, kind: Option<crate::model::HostKind>) -> Tree
     node
 }
 
-type ByServer<'a> = BTreeMap<u32, Vec<&'a Proc>>;
+type ByServer<'a> = BTreeMap<u32, Vec<&'a Arc<Proc>>>;
 
 /// Processes by the server they belong to; a server is "the same" only if it started no later
 /// than the process that names it. The rest belong to gone servers.
@@ -221,8 +305,8 @@ fn group_by_server<'a>(
     procs: &'a [Arc<Proc>],
     stdio: &BTreeSet<u32>,
 ) -> (ByServer<'a>, ByServer<'a>) {
-    let mut by_server: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
-    let mut gone: BTreeMap<u32, Vec<&Proc>> = BTreeMap::new();
+    let mut by_server: ByServer<'a> = BTreeMap::new();
+    let mut gone: ByServer<'a> = BTreeMap::new();
     for p in procs {
         let Some(sp) = p.server_pid.filter(|sp| !stdio.contains(sp)) else {
             continue;
@@ -240,13 +324,14 @@ fn live_server(
     s: &ServerInfo,
     seen: Option<&ServerObservation>,
     know: &ServerKnowledge,
-    mine: &[&Proc],
+    mine: &[&Arc<Proc>],
+    memo: &mut SessionMemo,
 ) {
     let health = seen.and_then(|x| x.health.as_ref());
     let ok_health = health.and_then(|h| h.result.as_ref().ok().map(|r| (h.url.as_str(), r)));
     let mut node = server_node(s, seen, mine);
-    let others: Vec<&Proc> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
-    let (mut sessions, mut debug) = session_nodes(s.pid, know, &others, w.at);
+    let others: Vec<&Arc<Proc>> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
+    let (mut sessions, mut debug) = session_nodes(s.pid, know, &others, w.at, memo);
     let http = http_sessions(s.pid, know, ok_health, w.at);
     for h in &http {
         if !h.listed {
@@ -262,7 +347,9 @@ fn live_server(
             .iter_mut()
             .filter(|d| h.session.debug_sessions.contains(&d.id))
         {
-            d.http_session = Some(h.session.id.clone());
+            if d.http_session.as_ref() != Some(&h.session.id) {
+                Arc::make_mut(d).http_session = Some(h.session.id.clone());
+            }
         }
         let mut n = http_node(&h.session);
         n.children = mine;
@@ -270,7 +357,7 @@ fn live_server(
     }
     if http.iter().any(|h| h.listed) {
         for d in &mut sessions {
-            // Built this step, not yet shared: no copy is made.
+            // A copy only when the node is also last step's (kept as it was built).
             Arc::make_mut(d)
                 .facts
                 .push(Fact::table(What::HttpHolderUnknown));
@@ -279,7 +366,7 @@ fn live_server(
     node.children.extend(sessions);
     w.tree.push(Arc::new(node));
     w.http_sessions.extend(http.into_iter().map(|h| h.session));
-    w.debug_sessions.extend(debug.into_iter().map(Arc::new));
+    w.debug_sessions.extend(debug);
     if let Some(h) = health {
         w.health.insert(s.pid, h.result.clone());
     }
@@ -289,7 +376,7 @@ fn live_server(
     w.sources.extend(server_sources(s.pid, seen));
 }
 
-fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Proc]) -> TreeNode {
+fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Proc>]) -> TreeNode {
     let label = seen
         .and_then(|x| x.health.as_ref().map(|h| h.url.clone()))
         .or_else(|| seen.and_then(|x| x.endpoints.base_url.clone()))
@@ -417,38 +504,47 @@ fn http_node(h: &HttpSession) -> TreeNode {
 fn session_nodes(
     server_pid: u32,
     know: &ServerKnowledge,
-    procs: &[&Proc],
+    procs: &[&Arc<Proc>],
     now: DateTime<Utc>,
-) -> (Vec<Arc<TreeNode>>, Vec<DebugSession>) {
-    let mut by_session: BTreeMap<String, Vec<&Proc>> = BTreeMap::new();
+    memo: &mut SessionMemo,
+) -> (Vec<Arc<TreeNode>>, Vec<Arc<DebugSession>>) {
+    let mut by_session: BTreeMap<&str, Vec<&Arc<Proc>>> = BTreeMap::new();
     let mut loose: Vec<&Proc> = Vec::new();
     for p in procs {
         match &p.session_id {
-            Some(s) => by_session.entry(s.clone()).or_default().push(p),
+            Some(s) => by_session.entry(s.as_str()).or_default().push(p),
             None => loose.push(p),
         }
     }
-    let mut ids: BTreeSet<String> = by_session.keys().cloned().collect();
+    let mut ids: BTreeSet<&str> = by_session.keys().copied().collect();
     ids.extend(
         know.debug
             .iter()
             .filter(|(_, r)| r.ended.is_none_or(|at| now - at < ENDED_KEEP))
-            .map(|(k, _)| k.clone()),
+            .map(|(k, _)| k.as_str()),
     );
     let mut nodes = Vec::new();
     let mut out = Vec::new();
     for id in ids {
-        let rec = know.debug.get(&id);
-        let ps = by_session.remove(&id).unwrap_or_default();
-        let session = debug_session(server_pid, &id, rec, &ps);
-        // An ended session with nothing left running is history, not part of the tree.
-        if !(session.ended && ps.is_empty()) {
-            nodes.push(Arc::new(session_node(&session, &ps)));
-        }
+        let rec = know.debug.get(id);
+        let ps = by_session.remove(id).unwrap_or_default();
+        let (node, session) = memo.get(server_pid, id, rec, &ps, || {
+            session_and_node(server_pid, id, rec, &ps)
+        });
+        nodes.extend(node);
         out.push(session);
     }
     nodes.extend(process_forest(&loose));
     (nodes, out)
+}
+
+/// One debug session and, unless it ended with nothing left running (history, not part of
+/// the tree), its node.
+fn session_and_node(server_pid: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Arc<Proc>]) -> Built {
+    let ps: Vec<&Proc> = ps.iter().map(|p| &***p).collect();
+    let session = debug_session(server_pid, id, rec, &ps);
+    let node = (!(session.ended && ps.is_empty())).then(|| Arc::new(session_node(&session, &ps)));
+    (node, Arc::new(session))
 }
 
 fn debug_session(server: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Proc]) -> DebugSession {
@@ -532,7 +628,13 @@ fn session_node(d: &DebugSession, ps: &[&Proc]) -> TreeNode {
     n
 }
 
-fn gone_server(w: &mut World, pid: u32, know: &ServerKnowledge, mine: &[&Proc]) {
+fn gone_server(
+    w: &mut World,
+    pid: u32,
+    know: &ServerKnowledge,
+    mine: &[&Arc<Proc>],
+    memo: &mut SessionMemo,
+) {
     let mut node = TreeNode::new(
         format!("gone:{pid}"),
         NodeKind::GoneServer,
@@ -540,9 +642,9 @@ fn gone_server(w: &mut World, pid: u32, know: &ServerKnowledge, mine: &[&Proc]) 
     );
     node.pid = Some(pid);
     node.facts.push(Fact::table(What::ServerGone { pid }));
-    let (sessions, debug) = session_nodes(pid, know, mine, w.at);
+    let (sessions, debug) = session_nodes(pid, know, mine, w.at, memo);
     node.children = sessions;
-    w.debug_sessions.extend(debug.into_iter().map(Arc::new));
+    w.debug_sessions.extend(debug);
     w.tree.push(Arc::new(node));
 }
 
@@ -831,6 +933,141 @@ mod tests {
             .facts
             .iter()
             .any(|f| f.what == What::HttpHolderUnknown));
+    }
+
+    /// Steps reconciliation with one memo over observations whose processes are given as
+    /// shared allocations (as the state step shares them); each step's world.
+    fn worlds(steps: Vec<(Observation, Vec<Arc<Proc>>)>) -> Vec<World> {
+        let mut k = Knowledge::default();
+        let mut memo = SessionMemo::default();
+        steps
+            .into_iter()
+            .map(|(o, procs)| {
+                k.apply(&o);
+                from_shared_with(&o, procs, &k, &mut memo)
+            })
+            .collect()
+    }
+
+    fn gone_session(w: &World) -> (&Arc<DebugSession>, &Arc<TreeNode>) {
+        let node = w
+            .tree
+            .iter()
+            .find(|n| n.kind == NodeKind::GoneServer)
+            .and_then(|g| g.children.first());
+        match (w.debug_sessions.first(), node) {
+            (Some(d), Some(n)) => (d, n),
+            _ => panic!("no session under a gone server: {:?}", tree(w)),
+        }
+    }
+
+    #[test]
+    fn a_remembered_session_is_last_steps_until_a_process_joins_it() {
+        let worker = Arc::new(
+            P::new(200, Role::Worker)
+                .ppid(1)
+                .owner(999)
+                .session("s-1")
+                .build(),
+        );
+        let adapter = Arc::new(
+            P::new(300, Role::Adapter)
+                .ppid(200)
+                .server(Some(999))
+                .session("s-1")
+                .build(),
+        );
+        let joined = Arc::new(
+            P::new(301, Role::Debuggee)
+                .ppid(300)
+                .server(Some(999))
+                .session("s-1")
+                .build(),
+        );
+        let two = vec![Arc::clone(&worker), Arc::clone(&adapter)];
+        let mut three = two.clone();
+        three.push(joined);
+        let w = worlds(vec![
+            (Obs::at(0).without_server().build(), two.clone()),
+            (Obs::at(1).without_server().build(), two),
+            (Obs::at(2).without_server().build(), three),
+        ]);
+        let (d0, n0) = gone_session(&w[0]);
+        let (d1, n1) = gone_session(&w[1]);
+        assert!(
+            Arc::ptr_eq(d0, d1) && Arc::ptr_eq(n0, n1),
+            "nothing changed: the same session and node"
+        );
+        let (_, n2) = gone_session(&w[2]);
+        assert!(
+            tree(&w[2]).contains(&"        debuggee 301".to_owned()),
+            "a process that joins the session is in its node at once: {:?}",
+            tree(&w[2])
+        );
+        assert_eq!(n2.children.len(), 1);
+    }
+
+    #[test]
+    fn a_remembered_session_follows_its_log_and_the_http_session_health_names() {
+        let procs: Vec<Arc<Proc>> = js_chain(Obs::at(0))
+            .build()
+            .table
+            .procs
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        let with_details = |t: i64, details: bool| {
+            let mut o = js_chain(Obs::at(t)).build();
+            if let Some(Ok(h)) = o.servers[0].health.as_mut().map(|h| h.result.as_mut()) {
+                h.details = details.then(|| {
+                    vec![HttpSessionDetail {
+                        http_session: "h-1".into(),
+                        open_streams: Some(1),
+                        idle_ms: Some(10),
+                        stream_lost: None,
+                        debug_sessions: vec!["s-1".into()],
+                    }]
+                });
+            }
+            (o, procs.clone())
+        };
+        let mut resumed = with_details(3, false);
+        resumed.0 = js_chain(Obs::at(3))
+            .log(
+                3,
+                2,
+                LogOrigin::Server,
+                K::StateChanged {
+                    session_id: "s-1".into(),
+                    from: "paused".into(),
+                    to: "running".into(),
+                },
+            )
+            .build();
+        let w = worlds(vec![
+            with_details(0, true),
+            with_details(1, true),
+            with_details(2, false),
+            resumed,
+        ]);
+        for w in &w[..2] {
+            assert_eq!(w.debug_sessions[0].http_session.as_deref(), Some("h-1"));
+            assert_eq!(tree(w)[2], "    DebugSession (paused)");
+        }
+        assert_eq!(
+            w[2].debug_sessions[0].http_session, None,
+            "health no longer says so"
+        );
+        assert_eq!(tree(&w[2])[2], "  DebugSession (paused)");
+        assert!(w[2].tree[0].children[1]
+            .facts
+            .iter()
+            .any(|f| f.what == What::HttpHolderUnknown));
+        assert_eq!(
+            w[3].debug_sessions[0].state,
+            Some(crate::model::SessionState::Running),
+            "a new line in the log renews the session"
+        );
     }
 
     #[test]

@@ -184,27 +184,31 @@ impl Ctx<'_> {
         build: impl FnOnce() -> Finding,
     ) -> Candidate {
         let key = (kind, p.id());
-        let reused = self.memo.last.borrow_mut().remove(&key).filter(|m| {
+        let step = self.memo.step;
+        let mut built = self.memo.built.borrow_mut();
+        if let Some(m) = built.get_mut(&key).filter(|m| {
             Arc::ptr_eq(&m.subject, p)
                 && m.short == short
                 && m.inputs.downcast_ref::<K>() == Some(&inputs)
                 && self.planner.holds(&m.trace)
-        });
-        let m = reused.unwrap_or_else(|| {
-            let mut f = build();
-            let (plan, trace) = self.planner.plan_with_trace(&[p.pid], plan_options(short));
-            f.plan = Some(plan);
-            f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
-            Memoized {
-                subject: Arc::clone(p),
-                inputs: Box::new(inputs),
-                short,
-                trace,
-                finding: Arc::new(f),
-            }
-        });
-        let finding = Arc::clone(&m.finding);
-        self.memo.next.borrow_mut().insert(key, m);
+        }) {
+            m.step = step;
+            return Candidate::of_shared(Arc::clone(&m.finding));
+        }
+        let mut f = build();
+        let (plan, trace) = self.planner.plan_with_trace(&[p.pid], plan_options(short));
+        f.plan = Some(plan);
+        f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
+        let finding = Arc::new(f);
+        let m = Memoized {
+            subject: Arc::clone(p),
+            inputs: Box::new(inputs),
+            short,
+            trace,
+            finding: Arc::clone(&finding),
+            step,
+        };
+        built.insert(key, m);
         Candidate::of_shared(finding)
     }
 }
@@ -217,35 +221,37 @@ fn plan_options(short: bool) -> PlanOptions {
     opts
 }
 
-/// Findings about processes as [`Ctx::memoized`] built them, by kind and subject: last step's
-/// (read and emptied this step) and this step's.
+/// Findings about processes as [`Ctx::memoized`] built them, by kind and subject, each with
+/// the last step that asked for it.
 #[derive(Default)]
 struct FindingMemo {
-    last: RefCell<HashMap<(FindingKind, ProcId), Memoized>>,
-    next: RefCell<HashMap<(FindingKind, ProcId), Memoized>>,
+    built: RefCell<HashMap<(FindingKind, ProcId), Memoized>>,
+    step: u64,
 }
 
 impl std::fmt::Debug for FindingMemo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FindingMemo({} findings)", self.next.borrow().len())
+        write!(f, "FindingMemo({} findings)", self.built.borrow().len())
     }
 }
 
 impl FindingMemo {
-    /// This step's findings become last step's; what no rule asked for again is forgotten.
+    /// Forgets what no rule asked for this step; the next step begins.
     fn turn(&mut self) {
-        let next = std::mem::take(self.next.get_mut());
-        *self.last.get_mut() = next;
+        let step = self.step;
+        self.built.get_mut().retain(|_, m| m.step == step);
+        self.step += 1;
     }
 }
 
-/// One finding and everything it was made from.
+/// One finding, everything it was made from, and the last step that asked for it.
 struct Memoized {
     subject: Arc<Proc>,
     inputs: Box<dyn Any + Send>,
     short: bool,
     trace: PlanTrace,
     finding: Arc<Finding>,
+    step: u64,
 }
 
 /// A finding about one process, with what every such finding has in common filled in.
