@@ -186,35 +186,32 @@ impl AsRef<Finding> for Finding {
 /// The findings grouped by kind and cause, in the order their first finding appears (findings
 /// come worst first, so groups do too).
 pub fn group_findings<F: AsRef<Finding>>(findings: &[F]) -> Vec<FindingGroup> {
-    let mut groups: Vec<(FindingGroup, std::collections::BTreeSet<u32>)> = Vec::new();
-    let mut at_key: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<(FindingGroup, rustc_hash::FxHashSet<u32>)> = Vec::new();
+    let mut at_key: rustc_hash::FxHashMap<(FindingKind, Option<u32>), usize> =
+        rustc_hash::FxHashMap::default();
     for f in findings.iter().map(AsRef::as_ref) {
         let server = f.server_pid.filter(|_| f.kind.groups_by_server());
-        let key = format!(
-            "{}@{}",
-            f.kind,
-            server.map_or_else(|| "-".to_owned(), |p| p.to_string())
-        );
-        let at = match at_key.get(&key) {
-            Some(&i) => i,
-            None => {
-                at_key.insert(key.clone(), groups.len());
-                groups.push((
-                    FindingGroup {
-                        key,
-                        kind: f.kind,
-                        severity: f.severity,
-                        server_pid: server,
-                        title: String::new(),
-                        findings: Vec::new(),
-                        pids: 0,
-                        killable: false,
-                    },
-                    std::collections::BTreeSet::new(),
-                ));
-                groups.len() - 1
-            }
-        };
+        let at = *at_key.entry((f.kind, server)).or_insert_with(|| {
+            let key = format!(
+                "{}@{}",
+                f.kind,
+                server.map_or_else(|| "-".to_owned(), |p| p.to_string())
+            );
+            groups.push((
+                FindingGroup {
+                    key,
+                    kind: f.kind,
+                    severity: f.severity,
+                    server_pid: server,
+                    title: String::new(),
+                    findings: Vec::new(),
+                    pids: 0,
+                    killable: false,
+                },
+                rustc_hash::FxHashSet::default(),
+            ));
+            groups.len() - 1
+        });
         let (g, pids) = &mut groups[at];
         g.severity = g.severity.max(f.severity);
         g.findings.push(f.id.clone());

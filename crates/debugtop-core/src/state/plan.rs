@@ -5,7 +5,9 @@
 //! Execution (in `actions::kill`) re-applies every refusal against the live table.
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,11 +82,11 @@ struct Index<'a> {
 impl<'a> Index<'a> {
     fn new(live: &'a LiveTable) -> Self {
         let mut me = Self {
-            by_pid: HashMap::with_capacity(live.procs.len()),
-            children: HashMap::new(),
-            group: HashMap::new(),
-            session: HashMap::new(),
-            watchdogs: HashMap::new(),
+            by_pid: HashMap::with_capacity_and_hasher(live.procs.len(), Default::default()),
+            children: HashMap::default(),
+            group: HashMap::default(),
+            session: HashMap::default(),
+            watchdogs: HashMap::default(),
         };
         for p in &live.procs {
             me.by_pid.entry(p.pid).or_insert(p);
@@ -173,7 +175,7 @@ impl ArgvMemo {
 
     /// Forgets the processes no longer live.
     pub fn retain_live(&mut self, live: &LiveTable) {
-        let ids: std::collections::HashSet<ProcId> = live.procs.iter().map(|p| p.id()).collect();
+        let ids: rustc_hash::FxHashSet<ProcId> = live.procs.iter().map(|p| p.id()).collect();
         self.0.get_mut().retain(|id, _| ids.contains(id));
     }
 }

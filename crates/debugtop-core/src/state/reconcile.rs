@@ -5,7 +5,9 @@
 //! pid) to a server that is gone stay under a node for that gone server. Pure over the
 //! observation and the knowledge.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};

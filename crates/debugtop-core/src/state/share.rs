@@ -5,7 +5,7 @@
 //! finding and session several times over (BENCHMARKS.md). Exact: an element is reused only
 //! when it equals what was built now.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ pub struct Interned<K, T>(HashMap<K, Arc<T>>);
 
 impl<K, T> Default for Interned<K, T> {
     fn default() -> Self {
-        Self(HashMap::new())
+        Self(HashMap::default())
     }
 }
 
@@ -29,7 +29,7 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
 
     /// As [`Interned::share`], for elements built this step already behind an `Arc`.
     pub fn share_built(&mut self, now: Vec<Arc<T>>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
-        let mut next = HashMap::with_capacity(now.len());
+        let mut next = HashMap::with_capacity_and_hasher(now.len(), Default::default());
         let out = now
             .into_iter()
             .map(|x| {

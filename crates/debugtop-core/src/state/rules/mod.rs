@@ -21,7 +21,7 @@ mod workers;
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -225,7 +225,7 @@ fn plan_options(short: bool) -> PlanOptions {
 /// the last step that asked for it.
 #[derive(Default)]
 struct FindingMemo {
-    built: RefCell<HashMap<(FindingKind, ProcId), Memoized>>,
+    built: RefCell<rustc_hash::FxHashMap<(FindingKind, ProcId), Memoized>>,
     step: u64,
 }
 
