@@ -28,6 +28,20 @@ const MAX_ENDED: usize = 4096;
 
 type SessionKey = (Option<u32>, String);
 
+/// The inputs of the last [`Timeline::observe_world`] that its session and finding events
+/// follow from.
+#[derive(Debug, Default)]
+struct Observed {
+    live: Vec<SessionKey>,
+    sessions: Vec<Arc<DebugSession>>,
+    findings: Vec<Arc<Finding>>,
+}
+
+/// The same allocations in the same order.
+fn same_arcs<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
+}
+
 /// The timeline state.
 #[derive(Debug)]
 pub struct Timeline {
@@ -38,6 +52,10 @@ pub struct Timeline {
     sessions: BTreeSet<SessionKey>,
     ended: BTreeSet<SessionKey>,
     findings: HashMap<FindingId, Arc<Finding>>,
+    /// What the last step's sessions and findings were observed from: the same allocations,
+    /// and the same live sessions, change nothing and raise no event (at 5,000 orphans,
+    /// comparing them is a small part of building the sets again).
+    observed: Observed,
     tombs: VecDeque<(Arc<Proc>, DateTime<Utc>)>,
     primed: bool,
     /// Redact each event as it is recorded (`Some(home)`), so a snapshot's timeline needs no
@@ -63,6 +81,7 @@ impl Timeline {
             sessions: BTreeSet::new(),
             ended: BTreeSet::new(),
             findings: HashMap::new(),
+            observed: Observed::default(),
             tombs: VecDeque::new(),
             primed: false,
         }
@@ -216,14 +235,31 @@ impl Timeline {
         findings: &[Arc<Finding>],
         logs: &[LogEvent],
     ) -> Vec<TimelineEvent> {
-        let live: BTreeSet<SessionKey> = world
+        let live: Vec<(Option<u32>, &str)> = world
             .procs
             .iter()
             .filter(|p| p.state.is_alive() && p.exited_at.is_none())
-            .filter_map(|p| Some((p.server_pid, p.session_id.clone()?)))
+            .filter_map(|p| Some((p.server_pid, p.session_id.as_deref()?)))
             .collect();
-        let mut out = self.observe_sessions(world.at, &world.debug_sessions, &live);
-        out.extend(self.observe_findings(world.at, findings));
+        let same_live = live.len() == self.observed.live.len()
+            && live
+                .iter()
+                .zip(&self.observed.live)
+                .all(|(a, b)| a.0 == b.0 && a.1 == b.1);
+        let mut out = Vec::new();
+        // Observing the very same inputs again raises nothing and changes nothing.
+        if !same_live || !same_arcs(&self.observed.sessions, &world.debug_sessions) {
+            if !same_live {
+                self.observed.live = live.iter().map(|(s, id)| (*s, (*id).to_owned())).collect();
+            }
+            self.observed.sessions.clone_from(&world.debug_sessions);
+            let live: BTreeSet<SessionKey> = self.observed.live.iter().cloned().collect();
+            out = self.observe_sessions(world.at, &world.debug_sessions, &live);
+        }
+        if !same_arcs(&self.observed.findings, findings) {
+            self.observed.findings = findings.to_vec();
+            out.extend(self.observe_findings(world.at, findings));
+        }
         out.extend(logs.iter().filter_map(|l| log_event(l, world.at)));
         self.push_all(out.clone());
         out
@@ -435,5 +471,69 @@ mod tests {
             .map(|e| e.text)
             .collect();
         assert_eq!(texts, ["e5", "e10", "e20", "e30"]);
+    }
+
+    /// Steps a state over observations; each step's new timeline events as "kind text".
+    fn events_per_step(obs: Vec<crate::model::Observation>) -> Vec<Vec<String>> {
+        let mut s = crate::state::State::new(crate::state::StateConfig {
+            redact: false,
+            ..crate::state::StateConfig::default()
+        });
+        let mut seen = 0;
+        obs.into_iter()
+            .map(|o| {
+                let tl = s.step(o).snapshot.timeline;
+                let new = tl[seen..]
+                    .iter()
+                    .filter(|e| {
+                        !matches!(
+                            e.kind,
+                            TimelineKind::ProcessAppeared | TimelineKind::ProcessExited
+                        )
+                    })
+                    .map(|e| format!("{} {}", e.kind, e.text))
+                    .collect();
+                seen = tl.len();
+                new
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_inputs_again_raise_nothing_and_a_change_after_them_still_does() {
+        use crate::model::Role;
+        use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};
+        let orphan = |pid: u32, sid: &str| {
+            P::new(pid, Role::Worker)
+                .ppid(1)
+                .owner(999)
+                .session(sid)
+                .build()
+        };
+        let both = |t| {
+            Obs::at(t)
+                .proc(orphan(300, "s-a"))
+                .proc(orphan(301, "s-b"))
+                .build()
+        };
+        let one = |t| Obs::at(t).proc(orphan(300, "s-a")).build();
+        // 301 exits at t = 9; its tomb keeps its session until the tomb time is over.
+        let steps = events_per_step(vec![
+            both(0),
+            both(6),
+            both(7),
+            both(8),
+            one(9),
+            one(10),
+            one(25),
+            one(26),
+        ]);
+        let has = |i: usize, what: &str| steps[i].iter().any(|e| e.contains(what));
+        assert!(has(1, "orphaned-worker raised"), "{:?}", steps[1]);
+        assert!(steps[2].is_empty() && steps[3].is_empty(), "{steps:?}");
+        assert!(has(4, "finding-cleared"), "{:?}", steps[4]);
+        assert!(steps[5].is_empty(), "{:?}", steps[5]);
+        assert!(has(6, "session s-b is gone"), "{:?}", steps[6]);
+        assert!(steps[7].is_empty(), "{:?}", steps[7]);
     }
 }
