@@ -196,6 +196,57 @@ fn regression_an_exit_the_watcher_thread_has_not_seen_is_found_by_the_scans_own_
     dies.reap();
 }
 
+/// A burst of exits larger than one wait's batch (1,024) is seen whole by one scan's poll, each
+/// exit once; the watched set shrinks by exactly the exits.
+#[test]
+fn a_burst_of_exits_larger_than_a_batch_is_seen_whole_by_one_poll() {
+    let w = ExitWatcher::without_thread().expect("pidfds on Linux");
+    let mut burst: Vec<std::process::Child> = (0..1_100)
+        .map(|_| {
+            Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .expect("spawn sleep")
+        })
+        .collect();
+    let stays = stand_in_worker("sleep 300", &uuid::Uuid::new_v4().to_string());
+    let ids: Vec<(u32, u64)> = burst
+        .iter()
+        .map(|c| c.id())
+        .chain([stays.pid])
+        .filter_map(|p| Some((p, start_ticks(p)?)))
+        .collect();
+    w.watch(ids.iter().copied());
+    assert_eq!(w.len(), 1_101);
+    for c in &mut burst {
+        c.kill().expect("kill a sleep this test started");
+    }
+    let mut pids: Vec<u32> = burst.iter().map(std::process::Child::id).collect();
+    let zombies = debugtop_e2e::procs::wait_for(Duration::from_secs(10), || {
+        pids.iter()
+            .all(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .is_some_and(|r| r.trim_start().starts_with('Z'))
+                })
+            })
+            .then_some(())
+    });
+    assert!(zombies.is_some(), "every sleep a zombie within 10 s");
+    let mut seen = w.exited_by_now();
+    seen.sort_unstable();
+    pids.sort_unstable();
+    assert_eq!(seen.len(), 1_100, "every exit, once");
+    assert_eq!(seen, pids);
+    assert_eq!(w.len(), 1, "only the process still running is watched");
+    assert_eq!(w.take_exits().len(), 1_100);
+    assert!(w.exited_by_now().is_empty());
+    for c in &mut burst {
+        let _ = c.wait();
+    }
+}
+
 /// Found in CI: a leaked adapter killed by its finding's plan was shown sleeping at the next
 /// tick. Quiet processes are served from their last read on most scans, and an exit reached
 /// the scan only once the watcher's thread had run — on two busy cores, after the tick. Every
