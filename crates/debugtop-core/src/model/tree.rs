@@ -176,18 +176,6 @@ impl TreeNode {
         }
     }
 
-    /// Equal to `other` as a row (every field but the children) with the very same children:
-    /// for nodes whose children are shared, the same subtree, found without walking it.
-    pub fn same_with_shared_children(&self, other: &Self) -> bool {
-        self.children.len() == other.children.len()
-            && self
-                .children
-                .iter()
-                .zip(&other.children)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
-            && self.same_row(other)
-    }
-
     /// Equal to `other` in every field but the children.
     pub fn same_row(&self, other: &Self) -> bool {
         let Self {

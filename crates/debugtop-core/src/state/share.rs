@@ -66,13 +66,29 @@ fn node(old: Option<&Arc<TreeNode>>, mut n: Arc<TreeNode>) -> Arc<TreeNode> {
         return n;
     }
     let last_children = old.map_or(&[][..], |o| &o.children[..]);
-    let children = std::mem::take(&mut Arc::make_mut(&mut n).children);
-    let shared = tree(last_children, children);
-    Arc::make_mut(&mut n).children = shared;
-    match old {
-        Some(o) if o.same_with_shared_children(&n) => Arc::clone(o),
-        _ => n,
+    // `n` may be held elsewhere too (a memo of last step's sessions): its children are shared
+    // through a copy of their `Arc`s, and the node itself copied only when one of them changed.
+    let shared = tree(last_children, n.children.clone());
+    if let Some(o) = old {
+        if o.children.len() == shared.len()
+            && o.children
+                .iter()
+                .zip(&shared)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && o.same_row(&n)
+        {
+            return Arc::clone(o);
+        }
     }
+    if !n
+        .children
+        .iter()
+        .zip(&shared)
+        .all(|(a, b)| Arc::ptr_eq(a, b))
+    {
+        Arc::make_mut(&mut n).children = shared;
+    }
+    n
 }
 
 #[cfg(test)]

@@ -5,8 +5,10 @@
 //! that just exited are kept as tombs for a while (default 10 s) so a view can show them
 //! leaving. Pure: times come from the observation.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -49,9 +51,10 @@ pub struct Timeline {
     capacity: usize,
     tomb_ttl: Duration,
     procs: HashMap<ProcId, Arc<Proc>>,
-    sessions: BTreeSet<SessionKey>,
+    /// The sessions seen at the last step, by server (looked up by `&str`, without a copy).
+    sessions: FxHashMap<Option<u32>, FxHashSet<String>>,
     ended: BTreeSet<SessionKey>,
-    findings: HashMap<FindingId, Arc<Finding>>,
+    findings: FxHashMap<FindingId, Arc<Finding>>,
     /// What the last step's sessions and findings were observed from: the same allocations,
     /// and the same live sessions, change nothing and raise no event (at 5,000 orphans,
     /// comparing them is a small part of building the sets again).
@@ -78,9 +81,9 @@ impl Timeline {
             tomb_ttl: Duration::from_std(tomb_ttl).unwrap_or_else(|_| Duration::seconds(10)),
             procs: HashMap::new(),
             redact: None,
-            sessions: BTreeSet::new(),
+            sessions: FxHashMap::default(),
             ended: BTreeSet::new(),
-            findings: HashMap::new(),
+            findings: FxHashMap::default(),
             observed: Observed::default(),
             tombs: VecDeque::new(),
             primed: false,
@@ -253,7 +256,7 @@ impl Timeline {
                 self.observed.live = live.iter().map(|(s, id)| (*s, (*id).to_owned())).collect();
             }
             self.observed.sessions.clone_from(&world.debug_sessions);
-            let live: BTreeSet<SessionKey> = self.observed.live.iter().cloned().collect();
+            let live: FxHashSet<(Option<u32>, &str)> = live.into_iter().collect();
             out = self.observe_sessions(world.at, &world.debug_sessions, &live);
         }
         if !same_arcs(&self.observed.findings, findings) {
@@ -269,14 +272,19 @@ impl Timeline {
         &mut self,
         now: DateTime<Utc>,
         sessions: &[Arc<DebugSession>],
-        live: &BTreeSet<SessionKey>,
+        live: &FxHashSet<(Option<u32>, &str)>,
     ) -> Vec<TimelineEvent> {
         let mut out = Vec::new();
-        let mut current = BTreeSet::new();
+        let mut current: FxHashSet<(Option<u32>, &str)> = FxHashSet::default();
         for d in sessions {
-            let key = (d.server_pid, d.id.clone());
+            let key = (d.server_pid, d.id.as_str());
+            let known = self
+                .sessions
+                .get(&d.server_pid)
+                .is_some_and(|ids| ids.contains(&d.id));
             if d.ended {
-                if !self.ended.contains(&key) && self.sessions.contains(&key) {
+                let owned = (d.server_pid, d.id.clone());
+                if known && !self.ended.contains(&owned) {
                     let at = d.ended_at.unwrap_or(now);
                     let text = format!("session {} ended", short(&d.id));
                     let mut e =
@@ -284,12 +292,12 @@ impl Timeline {
                     e.source = d.ended_by.as_ref().map(|f| f.source.clone());
                     out.push(e);
                 }
-                self.ended.insert(key.clone());
+                self.ended.insert(owned);
                 if !live.contains(&key) {
                     continue;
                 }
             }
-            if !self.sessions.contains(&key) && !self.ended.contains(&key) {
+            if !known && !self.ended.contains(&(d.server_pid, d.id.clone())) {
                 let name = d
                     .name
                     .as_deref()
@@ -303,20 +311,48 @@ impl Timeline {
             }
             current.insert(key);
         }
-        for key in self.sessions.difference(&current) {
-            if !self.ended.contains(key) {
-                let text = format!("session {} is gone", short(&key.1));
-                let mut e = TimelineEvent::new(now, TimelineKind::SessionEnded, text);
-                e.session_id = Some(key.1.clone());
-                e.server_pid = key.0;
-                out.push(e);
+        out.extend(self.forget_sessions(now, &current));
+        for (server, id) in current {
+            let ids = self.sessions.entry(server).or_default();
+            if !ids.contains(id) {
+                ids.insert(id.to_owned());
             }
         }
-        self.sessions = current;
         while self.ended.len() > MAX_ENDED {
             self.ended.pop_first();
         }
         out
+    }
+
+    /// Forgets the sessions of the last step that are not `current`; an event for each that
+    /// did not end (in key order).
+    fn forget_sessions(
+        &mut self,
+        now: DateTime<Utc>,
+        current: &FxHashSet<(Option<u32>, &str)>,
+    ) -> Vec<TimelineEvent> {
+        let mut gone: Vec<SessionKey> = Vec::new();
+        for (server, ids) in &mut self.sessions {
+            ids.retain(|id| {
+                let keep = current.contains(&(*server, id.as_str()));
+                if !keep {
+                    gone.push((*server, id.clone()));
+                }
+                keep
+            });
+        }
+        self.sessions.retain(|_, ids| !ids.is_empty());
+        gone.sort();
+        gone.into_iter()
+            .filter(|key| !self.ended.contains(key))
+            .map(|(server, id)| {
+                let text = format!("session {} is gone", short(&id));
+                let mut e = TimelineEvent::new(now, TimelineKind::SessionEnded, text);
+                e.session_id = Some(id);
+                e.server_pid = server;
+                e
+            })
+            .collect()
     }
 
     fn observe_findings(
@@ -324,40 +360,47 @@ impl Timeline {
         now: DateTime<Utc>,
         findings: &[Arc<Finding>],
     ) -> Vec<TimelineEvent> {
-        let mut out = Vec::new();
-        let current: BTreeMap<&FindingId, &Arc<Finding>> =
-            findings.iter().map(|f| (&f.id, f)).collect();
-        for (id, f) in &current {
-            if !self.findings.contains_key(*id) {
-                let first = f.evidence.first().cloned().unwrap_or_default();
-                let text = format!("{} raised: {first}", f.kind);
-                out.push(finding_event(
-                    f,
-                    TimelineEvent::new(now, TimelineKind::FindingRaised, text),
-                ));
+        let mut raised: Vec<&Arc<Finding>> = Vec::new();
+        for f in findings {
+            match self.findings.get_mut(&f.id) {
+                // The latest of each is kept: a cleared finding is told as it was last seen.
+                Some(last) if !Arc::ptr_eq(last, f) => *last = Arc::clone(f),
+                Some(_) => {}
+                None => raised.push(f),
             }
         }
-        let mut gone: Vec<&Arc<Finding>> = self
-            .findings
-            .iter()
-            .filter(|(id, _)| !current.contains_key(id))
-            .map(|(_, f)| f)
-            .collect();
+        let mut gone: Vec<Arc<Finding>> = Vec::new();
+        if self.findings.len() + raised.len() != findings.len() {
+            let current: FxHashSet<&FindingId> = findings.iter().map(|f| &f.id).collect();
+            self.findings.retain(|id, f| {
+                let keep = current.contains(id);
+                if !keep {
+                    gone.push(Arc::clone(f));
+                }
+                keep
+            });
+        }
         // In the order of their ids, as the events of one tick always were.
+        raised.sort_by(|a, b| a.id.cmp(&b.id));
+        raised.dedup_by(|a, b| a.id == b.id);
         gone.sort_by(|a, b| a.id.cmp(&b.id));
-        for f in gone {
-            {
-                let text = format!("{} cleared", f.kind);
-                out.push(finding_event(
-                    f,
-                    TimelineEvent::new(now, TimelineKind::FindingCleared, text),
-                ));
-            }
+        let mut out = Vec::new();
+        for f in raised {
+            let first = f.evidence.first().cloned().unwrap_or_default();
+            let text = format!("{} raised: {first}", f.kind);
+            out.push(finding_event(
+                f,
+                TimelineEvent::new(now, TimelineKind::FindingRaised, text),
+            ));
+            self.findings.insert(f.id.clone(), Arc::clone(f));
         }
-        self.findings = current
-            .into_iter()
-            .map(|(k, f)| (k.clone(), Arc::clone(f)))
-            .collect();
+        for f in gone {
+            let text = format!("{} cleared", f.kind);
+            out.push(finding_event(
+                &f,
+                TimelineEvent::new(now, TimelineKind::FindingCleared, text),
+            ));
+        }
         out
     }
 }
