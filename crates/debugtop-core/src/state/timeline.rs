@@ -516,27 +516,32 @@ mod tests {
         assert_eq!(texts, ["e5", "e10", "e20", "e30"]);
     }
 
-    /// Steps a state over observations; each step's new timeline events as "kind text".
+    /// Steps a state over observations; each step's new timeline events as "kind text" (process
+    /// events left out: they are dated by the process's start, not the step).
     fn events_per_step(obs: Vec<crate::model::Observation>) -> Vec<Vec<String>> {
         let mut s = crate::state::State::new(crate::state::StateConfig {
             redact: false,
             ..crate::state::StateConfig::default()
         });
-        let mut seen = 0;
+        let mut before: HashMap<String, usize> = HashMap::new();
         obs.into_iter()
             .map(|o| {
-                let tl = s.step(o).snapshot.timeline;
-                let new = tl[seen..]
-                    .iter()
-                    .filter(|e| {
-                        !matches!(
-                            e.kind,
-                            TimelineKind::ProcessAppeared | TimelineKind::ProcessExited
-                        )
-                    })
-                    .map(|e| format!("{} {}", e.kind, e.text))
-                    .collect();
-                seen = tl.len();
+                let mut now: HashMap<String, usize> = HashMap::new();
+                let mut new = Vec::new();
+                for e in s.step(o).snapshot.timeline.iter().filter(|e| {
+                    !matches!(
+                        e.kind,
+                        TimelineKind::ProcessAppeared | TimelineKind::ProcessExited
+                    )
+                }) {
+                    let text = format!("{} {}", e.kind, e.text);
+                    let n = now.entry(text.clone()).or_default();
+                    *n += 1;
+                    if *n > before.get(&text).copied().unwrap_or(0) {
+                        new.push(text);
+                    }
+                }
+                before = now;
                 new
             })
             .collect()
@@ -578,5 +583,47 @@ mod tests {
         assert!(steps[5].is_empty(), "{:?}", steps[5]);
         assert!(has(6, "session s-b is gone"), "{:?}", steps[6]);
         assert!(steps[7].is_empty(), "{:?}", steps[7]);
+    }
+
+    #[test]
+    fn one_session_appearing_among_many_raises_its_event_only() {
+        use crate::model::Role;
+        use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};
+        let many = |t: i64| {
+            let mut o = Obs::at(t);
+            for i in 0..50 {
+                o = o.proc(
+                    P::new(300 + i, Role::Worker)
+                        .ppid(1)
+                        .owner(999)
+                        .session(&format!("s-{i}"))
+                        .build(),
+                );
+            }
+            o
+        };
+        let with_new = |t: i64| {
+            many(t)
+                .proc(
+                    P::new(400, Role::Worker)
+                        .ppid(100)
+                        .owner(100)
+                        .session("s-new")
+                        .build(),
+                )
+                .build()
+        };
+        let steps = events_per_step(vec![
+            many(0).build(),
+            many(6).build(),
+            with_new(7),
+            with_new(8),
+        ]);
+        assert_eq!(
+            steps[2],
+            ["session-appeared session s-new appeared"],
+            "{steps:?}"
+        );
+        assert!(steps[3].is_empty(), "{:?}", steps[3]);
     }
 }
