@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use debugtop_core::collect::linux::ProcfsCollector;
 use debugtop_core::model::{ProcState, Role};
-use debugtop_e2e::procs::my_pid;
-use debugtop_e2e::procs::stand_in_worker;
+use debugtop_e2e::procs::{my_pid, stand_in_worker};
 use debugtop_e2e::{fixture, respawn_at, start_ticks, wait_for, Owned, Spawned};
 use nix::sys::signal::Signal;
 
@@ -347,7 +346,7 @@ fn a_traced_process_names_its_tracer() {
 /// next scan, not when it would have been due again.
 #[test]
 fn regression_without_an_exit_watcher_a_quiet_process_that_exits_is_a_zombie_at_the_next_scan() {
-    let mut quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000004");
+    let mut quiet = stand_in_worker("sleep 300", "9a1e0000-0000-4000-8000-000000000004");
     std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
     let mut c = collector();
     for i in 0..2 * debugtop_core::collect::QUIET_EVERY {
@@ -363,11 +362,6 @@ fn regression_without_an_exit_watcher_a_quiet_process_that_exits_is_a_zombie_at_
     let z = t.procs.iter().find(|p| p.pid == quiet.pid).map(|p| p.state);
     assert_eq!(z, Some(ProcState::Zombie));
     quiet.reap();
-}
-
-/// A process carrying a worker's markers (so the collector watches it) that runs `script`.
-fn watched(script: &str, session: &str) -> Spawned {
-    stand_in_worker(script, session)
 }
 
 fn scans_until(
@@ -387,8 +381,8 @@ fn scans_until(
 
 #[test]
 fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning_one_every_scan() {
-    let quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000001");
-    let spin = watched(
+    let quiet = stand_in_worker("sleep 300", "9a1e0000-0000-4000-8000-000000000001");
+    let spin = stand_in_worker(
         "while :; do :; done",
         "9a1e0000-0000-4000-8000-000000000002",
     );
@@ -427,7 +421,7 @@ fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning
 
 #[test]
 fn a_quiet_process_that_stops_is_seen_within_four_scans_and_one_that_exits_at_once_when_told() {
-    let mut quiet = watched("sleep 300", "9a1e0000-0000-4000-8000-000000000003");
+    let mut quiet = stand_in_worker("sleep 300", "9a1e0000-0000-4000-8000-000000000003");
     std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
     let mut c = collector();
     c.set_exits_watched(true);

@@ -6,10 +6,10 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{KillPlan, KillTarget, LiveTable, Proc, ProcId, Refusal, Role, SelfInfo, Via};
 use crate::redact::redact_argv;
@@ -237,18 +237,13 @@ impl<'a> Planner<'a> {
                 .iter()
                 .all(|(pid, was)| same(*pid, was.as_ref()))
             && trace.walked.iter().all(|(p, related)| {
+                let mut now = self.idx.related(p, trace.tree);
                 same(p.pid, Some(p))
-                    && self
-                        .idx
-                        .related(p, trace.tree)
-                        .map(Some)
-                        .chain(std::iter::once(None))
-                        .zip(related.iter().map(Some).chain(std::iter::once(None)))
-                        .all(|(now, was)| match (now, was) {
-                            (Some((q, v)), Some((r, w))) => Arc::ptr_eq(q, r) && v == *w,
-                            (None, None) => true,
-                            _ => false,
-                        })
+                    && related.iter().all(|(r, w)| {
+                        now.next()
+                            .is_some_and(|(q, v)| Arc::ptr_eq(q, r) && v == *w)
+                    })
+                    && now.next().is_none()
             })
     }
 
@@ -582,6 +577,17 @@ mod tests {
         assert!(
             !holds(&table(joined)),
             "a new member of the group the adapter leads"
+        );
+        let mut watchdog = first.clone();
+        watchdog.push(std::sync::Arc::new(
+            ProcBuilder::new(4_000_004, Role::Watchdog)
+                .ppid(1)
+                .inspector(4_000_002)
+                .build(),
+        ));
+        assert!(
+            !holds(&table(watchdog)),
+            "a relation after all those the plan read (a watchdog naming its debuggee)"
         );
         let mut gone = first.clone();
         gone.remove(1);

@@ -6,11 +6,10 @@
 //! observation and the knowledge.
 
 use std::collections::{BTreeMap, BTreeSet};
-
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::knowledge::{DebugRec, Knowledge, ServerKnowledge};
 use crate::model::{
@@ -965,6 +964,16 @@ mod tests {
 
     #[test]
     fn a_remembered_session_is_last_steps_until_a_process_joins_it() {
+        // Processes of session s-1 of the gone server 999, each one allocation for every step.
+        let of_s1 = |pid: u32, role: Role, ppid: u32| {
+            Arc::new(
+                P::new(pid, role)
+                    .ppid(ppid)
+                    .server(Some(999))
+                    .session("s-1")
+                    .build(),
+            )
+        };
         let worker = Arc::new(
             P::new(200, Role::Worker)
                 .ppid(1)
@@ -972,23 +981,9 @@ mod tests {
                 .session("s-1")
                 .build(),
         );
-        let adapter = Arc::new(
-            P::new(300, Role::Adapter)
-                .ppid(200)
-                .server(Some(999))
-                .session("s-1")
-                .build(),
-        );
-        let joined = Arc::new(
-            P::new(301, Role::Debuggee)
-                .ppid(300)
-                .server(Some(999))
-                .session("s-1")
-                .build(),
-        );
-        let two = vec![Arc::clone(&worker), Arc::clone(&adapter)];
+        let two = vec![worker, of_s1(300, Role::Adapter, 200)];
         let mut three = two.clone();
-        three.push(joined);
+        three.push(of_s1(301, Role::Debuggee, 300));
         let w = worlds(vec![
             (Obs::at(0).without_server().build(), two.clone()),
             (Obs::at(1).without_server().build(), two),

@@ -8,9 +8,8 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
-
 use chrono::{DateTime, Duration, Utc};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::reconcile::World;
 use crate::model::{

@@ -143,11 +143,7 @@ impl Ctx<'_> {
 
     /// Live processes (not tombs).
     pub fn procs(&self) -> impl Iterator<Item = &Proc> {
-        self.world
-            .procs
-            .iter()
-            .map(|p| &**p)
-            .filter(|p| p.exited_at.is_none())
+        self.proc_arcs().map(|p| &**p)
     }
 
     /// The debug session with this id held by this server.

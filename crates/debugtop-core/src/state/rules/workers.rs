@@ -16,8 +16,8 @@ fn same_owner<'a>(ctx: &'a Ctx<'_>, p: &Proc) -> Option<&'a ServerInfo> {
         .filter(|s| s.start_time <= p.start_time)
 }
 
-fn live_workers<'a>(ctx: &'a Ctx<'_>) -> impl Iterator<Item = &'a Proc> {
-    ctx.procs()
+fn live_workers<'a>(ctx: &'a Ctx<'_>) -> impl Iterator<Item = &'a std::sync::Arc<Proc>> {
+    ctx.proc_arcs()
         .filter(|p| p.role == Role::Worker && p.state.is_alive())
 }
 
@@ -30,8 +30,7 @@ fn written_owner(p: &Proc) -> Option<&str> {
 
 /// A live worker whose `--mcp-owner-pid` is not a live server started before it.
 pub fn orphaned_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
-    ctx.proc_arcs()
-        .filter(|p| p.role == Role::Worker && p.state.is_alive())
+    live_workers(ctx)
         .filter(|p| same_owner(ctx, p).is_none())
         .map(|p| {
             // Everything of the world the finding reads besides the worker itself.
