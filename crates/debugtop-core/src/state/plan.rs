@@ -150,6 +150,62 @@ pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
     Planner::new(live, None).plan(pids, opts)
 }
 
+/// Why the process table does not tie `q` to `subject` — the process a finding is about — if
+/// it does not. A pid a rule asks to kill may come from text (a log line names an adapter), and
+/// text is a claim: only the table confirms it. Tied means `subject` itself; a descendant of
+/// it; a member of the process group it leads, or of a group whose leader is gone that it is
+/// in; a member of the session it leads; or a watchdog naming it — and always of the same user
+/// as `subject` (root sees everyone's processes, and still plans within the subject's user),
+/// and never a server other than the subject.
+fn untied(idx: &Index<'_>, subject: &Proc, q: &Proc) -> Option<String> {
+    if q.uid != subject.uid {
+        let uid = |u: Option<u32>| u.map_or_else(|| "unknown".to_owned(), |u| u.to_string());
+        return Some(format!(
+            "it belongs to uid {}, not to the user of {} {} (uid {})",
+            uid(q.uid),
+            subject.role,
+            subject.pid,
+            uid(subject.uid)
+        ));
+    }
+    if q.id() == subject.id() {
+        return None;
+    }
+    if q.role == Role::Server {
+        return Some(format!(
+            "it is a server, and this finding is about {} {}",
+            subject.role, subject.pid
+        ));
+    }
+    let leads_or_orphaned = subject.pgid == subject.pid || idx.proc(subject.pgid).is_none();
+    let tied = descends_from(idx, q, subject.pid)
+        || (q.pgid == subject.pgid && leads_or_orphaned)
+        || q.sid == subject.pid
+        || (q.role == Role::Watchdog && q.markers.inspector_pid == Some(subject.pid));
+    (!tied).then(|| {
+        format!(
+            "the process table does not tie it to {} {} (not under it, nor in a group or \
+             session it leads)",
+            subject.role, subject.pid
+        )
+    })
+}
+
+/// Whether `ancestor` is on `q`'s chain of parents in the table.
+fn descends_from(idx: &Index<'_>, q: &Proc, ancestor: u32) -> bool {
+    let mut cur = q.ppid;
+    for _ in 0..64 {
+        if cur == ancestor {
+            return true;
+        }
+        match idx.proc(cur) {
+            Some(p) if p.ppid != cur && cur > 1 => cur = p.ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// The redacted command lines of the processes planned at the last ticks, by identity: a plan
 /// shows each target's command line redacted, and at incident scale the rules plan thousands
 /// of kills a tick whose command lines never change.
@@ -204,21 +260,29 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// Plans the end of `pids`.
+    /// Plans the end of `pids`, as a person asked for them.
     pub fn plan(&self, pids: &[u32], opts: PlanOptions) -> KillPlan {
-        self.plan_traced(pids, opts, None)
+        self.plan_traced(pids, None, opts, None)
     }
 
-    /// Plans the end of `pids`, and what the plan was made from (to tell, at a later tick,
-    /// whether planning again would give the same plan without planning again).
-    pub fn plan_with_trace(&self, pids: &[u32], opts: PlanOptions) -> (KillPlan, PlanTrace) {
+    /// Plans the end of `pids` for a finding about `subject`: a pid the table does not tie to
+    /// `subject` ([`untied`]) is refused, and nothing of another user than the subject's is
+    /// taken by following relations.
+    pub fn plan_about(&self, subject: &Proc, pids: &[u32], opts: PlanOptions) -> KillPlan {
+        self.plan_traced(pids, Some(subject), opts, None)
+    }
+
+    /// [`plan_about`](Self::plan_about) `subject` itself, and what the plan was made from (to
+    /// tell, at a later tick, whether planning again would give the same plan without planning
+    /// again).
+    pub fn plan_with_trace(&self, subject: &Proc, opts: PlanOptions) -> (KillPlan, PlanTrace) {
         let mut trace = PlanTrace {
             me: self.live.me.clone(),
             tree: opts.tree,
             asked: Vec::new(),
             walked: Vec::new(),
         };
-        let plan = self.plan_traced(pids, opts, Some(&mut trace));
+        let plan = self.plan_traced(&[subject.pid], Some(subject), opts, Some(&mut trace));
         (plan, trace)
     }
 
@@ -250,6 +314,7 @@ impl<'a> Planner<'a> {
     fn plan_traced(
         &self,
         pids: &[u32],
+        subject: Option<&Proc>,
         opts: PlanOptions,
         mut trace: Option<&mut PlanTrace>,
     ) -> KillPlan {
@@ -265,7 +330,12 @@ impl<'a> Planner<'a> {
             if chosen.contains_key(&pid) || refused.contains_key(&pid) {
                 continue;
             }
-            match refusal_of(live, idx.proc(pid), pid) {
+            let q = idx.proc(pid);
+            let why = refusal_of(live, q, pid).or_else(|| {
+                let (s, q) = (subject?, q?);
+                untied(idx, s, q)
+            });
+            match why {
                 Some(why) => {
                     order.push(pid);
                     refused.insert(pid, Refusal { pid, why });
@@ -275,7 +345,8 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        expand(live, idx, &mut chosen, opts.tree, trace);
+        let uid = subject.map(|s| s.uid);
+        expand(live, idx, &mut chosen, opts.tree, uid, trace);
         KillPlan {
             targets: ordered_targets(&idx.by_pid, &chosen, |p| match self.argv {
                 Some(m) => m.redacted(p),
@@ -314,14 +385,16 @@ fn ordered_targets(
 }
 
 /// Adds descendants (with `tree`), members of groups and sessions the chosen lead, and
-/// watchdogs naming a chosen debuggee — never a server, never a refused pid. Level by level,
-/// each level in pid order, so a process reached two ways gets the same relation every time.
-/// With `trace`, records each process taken with everything related to it.
+/// watchdogs naming a chosen debuggee — never a server, never a refused pid, and with `uid`
+/// (a finding's subject's user) nothing of another user. Level by level, each level in pid
+/// order, so a process reached two ways gets the same relation every time. With `trace`,
+/// records each process taken with everything related to it.
 fn expand(
     live: &LiveTable,
     idx: &Index<'_>,
     chosen: &mut BTreeMap<u32, Via>,
     tree: bool,
+    uid: Option<Option<u32>>,
     mut trace: Option<&mut PlanTrace>,
 ) {
     let mut frontier: Vec<u32> = chosen.keys().copied().collect();
@@ -339,6 +412,7 @@ fn expand(
             for (q, via) in idx.related(p, tree) {
                 if chosen.contains_key(&q.pid)
                     || q.role == Role::Server
+                    || uid.is_some_and(|u| u != q.uid)
                     || refusal_of(live, Some(q), q.pid).is_some()
                 {
                     continue;
@@ -544,7 +618,7 @@ mod tests {
         };
         let t0 = table(first.clone());
         let (plan, trace) =
-            Planner::new(&t0, None).plan_with_trace(&[4_000_001], PlanOptions::default());
+            Planner::new(&t0, None).plan_with_trace(&first[0], PlanOptions::default());
         assert_eq!(plan.targets.len(), 2);
         let holds = |t: &LiveTable| Planner::new(t, None).holds(&trace);
         assert!(holds(&t0));
@@ -595,8 +669,9 @@ mod tests {
         let mut other_me = table(first.clone());
         other_me.me.pid = 51;
         assert!(!holds(&other_me), "another planner (its own refusals)");
+        let missing = ProcBuilder::new(4_000_005, Role::Worker).ppid(1).build();
         let asked_missing = Planner::new(&t0, None)
-            .plan_with_trace(&[4_000_005], PlanOptions::default())
+            .plan_with_trace(&missing, PlanOptions::default())
             .1;
         let mut appeared = first;
         appeared.push(std::sync::Arc::new(
@@ -606,6 +681,53 @@ mod tests {
         assert!(
             !Planner::new(&table(appeared), None).holds(&asked_missing),
             "a refused pid now live"
+        );
+    }
+
+    #[test]
+    fn a_findings_plan_stays_within_its_subjects_user_and_what_the_table_ties_to_it() {
+        // As root: root may end anyone's process, and still plans a finding within its user.
+        let mut t = live(vec![
+            ProcBuilder::new(100, Role::Server).ppid(1).build(),
+            ProcBuilder::new(4_000_001, Role::Adapter).ppid(1).build(),
+            ProcBuilder::new(4_000_002, Role::Debuggee)
+                .ppid(4_000_001)
+                .uid(0)
+                .build(),
+            ProcBuilder::new(4_000_003, Role::Debuggee)
+                .ppid(4_000_001)
+                .build(),
+            ProcBuilder::new(4_000_004, Role::Adapter).ppid(1).build(),
+        ]);
+        t.me.uid = Some(0);
+        let subject = ProcBuilder::new(4_000_001, Role::Adapter).ppid(1).build();
+        let planner = Planner::new(&t, None);
+        let pids = |p: &KillPlan| p.targets.iter().map(|t| t.pid).collect::<Vec<_>>();
+        let about = planner.plan_about(&subject, &[4_000_001], PlanOptions::default());
+        assert_eq!(pids(&about), [4_000_003, 4_000_001], "not root's child");
+        let asked = planner.plan(&[4_000_001], PlanOptions::default());
+        assert_eq!(
+            pids(&asked),
+            [4_000_002, 4_000_003, 4_000_001],
+            "a person's plan"
+        );
+        // Asked pids the table does not tie to the subject: refused, in words.
+        let claims = planner.plan_about(
+            &subject,
+            &[100, 4_000_004, 4_000_002],
+            PlanOptions::default(),
+        );
+        assert!(claims.targets.is_empty(), "{claims:#?}");
+        let whys: Vec<&str> = claims.refused.iter().map(|r| r.why.as_str()).collect();
+        assert!(whys[0].starts_with("it is a server"), "{whys:?}");
+        assert!(
+            whys[1].starts_with("the process table does not tie it to adapter 4000001"),
+            "{whys:?}"
+        );
+        assert!(
+            whys[2]
+                .starts_with("it belongs to uid 0, not to the user of adapter 4000001 (uid 1000)"),
+            "{whys:?}"
         );
     }
 }

@@ -47,7 +47,7 @@ pub fn leaked_adapter(ctx: &Ctx<'_>) -> Vec<Candidate> {
                 .push(format!("still running with it: {}", chain.join(", ")));
         }
         f.suggested_action = format!("kill adapter {}, its group and what it started", p.pid);
-        f.plan = Some(ctx.plan(&[p.pid], false));
+        f.plan = Some(ctx.plan(p, &[p.pid], false));
         out.push(Candidate::new(f));
     }
     out

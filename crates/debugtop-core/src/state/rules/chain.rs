@@ -40,7 +40,7 @@ pub fn leaked_debuggee(ctx: &Ctx<'_>) -> Vec<Candidate> {
             p.pid,
             names.join(", ")
         );
-        f.plan = Some(ctx.plan(&group, false));
+        f.plan = Some(ctx.plan(p, &group, false));
         out.push(Candidate::new(f));
     }
     out

@@ -37,7 +37,7 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
             "kill MCP server {}, its process group and what it started: nothing can reach it",
             p.pid
         );
-        f.plan = Some(ctx.plan(&[p.pid], false));
+        f.plan = Some(ctx.plan(p, &[p.pid], false));
         out.push(Candidate {
             hold_grace: true,
             ..Candidate::new(f)

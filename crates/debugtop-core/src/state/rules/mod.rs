@@ -160,10 +160,11 @@ impl Ctx<'_> {
         self.world.procs.iter().filter(|p| p.exited_at.is_none())
     }
 
-    /// A kill plan for these processes and everything they started; `short` for processes
-    /// that ignore SIGTERM in practice.
-    pub fn plan(&self, pids: &[u32], short: bool) -> KillPlan {
-        self.planner.plan(pids, plan_options(short))
+    /// A kill plan for a finding about `subject`: these processes and everything they
+    /// started, each tied to `subject` by the process table and of its user (a pid the table
+    /// does not confirm is refused); `short` for processes that ignore SIGTERM in practice.
+    pub fn plan(&self, subject: &Proc, pids: &[u32], short: bool) -> KillPlan {
+        self.planner.plan_about(subject, pids, plan_options(short))
     }
 
     /// A finding of `kind` about `p` with a plan to kill `p` and what it started, built by
@@ -192,7 +193,7 @@ impl Ctx<'_> {
             return Candidate::of_shared(Arc::clone(&m.finding));
         }
         let mut f = build();
-        let (plan, trace) = self.planner.plan_with_trace(&[p.pid], plan_options(short));
+        let (plan, trace) = self.planner.plan_with_trace(p, plan_options(short));
         f.plan = Some(plan);
         f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
         let finding = Arc::new(f);

@@ -35,7 +35,7 @@ pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
                 "kill {} {}: spinning workers ignore SIGTERM, SIGKILL follows after 1 s",
                 p.role, p.pid
             );
-            f.plan = Some(ctx.plan(&[p.pid], true));
+            f.plan = Some(ctx.plan(p, &[p.pid], true));
         }
         out.push(Candidate {
             two_samples: true,

@@ -7,8 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::{secs, Candidate, Ctx};
 use crate::model::{
-    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, PendingRequest, ProcState,
-    SessionProgress, SessionState, Severity, Stage, StageMark,
+    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, PendingRequest, Proc,
+    ProcState, Role, SessionProgress, SessionState, Severity, Stage, StageMark,
 };
 
 /// When a session counts as stuck.
@@ -70,23 +70,70 @@ pub fn stuck_session(ctx: &Ctx<'_>) -> Vec<Candidate> {
         if d.ended || d.worker_pid.is_none() {
             continue;
         }
-        let adapter = live_adapter(ctx, d);
+        let claim = adapter_claim(ctx, d);
+        let adapter = claim.live();
         let stall = starting(d, adapter, ctx.now(), t)
             .or_else(|| waiting(d, ctx.now(), t))
             .or_else(|| debuggee(d, t));
-        if let Some(s) = stall {
+        if let Some(mut s) = stall {
+            if let AdapterClaim::Unconfirmed(words) = claim {
+                s.evidence.push(words);
+            }
             out.push(candidate(ctx, d, server, s));
         }
     }
     out
 }
 
-/// The session's adapter if it is alive now (the logged pid outlives the process).
-fn live_adapter(ctx: &Ctx<'_>, d: &DebugSession) -> Option<u32> {
-    let pid = d.adapter_pid?;
-    ctx.procs()
-        .any(|p| p.pid == pid && p.state.is_alive())
-        .then_some(pid)
+/// What the process table says of the adapter pid a session's logs name. The pid is written
+/// by the worker, in a file its user owns: a claim, confirmed only by the table.
+enum AdapterClaim {
+    /// No adapter named, or the named process is gone (the logged pid outlives it).
+    None,
+    /// A live process under the session's worker, of the worker's user.
+    Confirmed(u32),
+    /// A live process the table does not tie to the worker: in the evidence, never planned.
+    Unconfirmed(String),
+}
+
+impl AdapterClaim {
+    fn live(&self) -> Option<u32> {
+        match self {
+            Self::Confirmed(pid) => Some(*pid),
+            _ => None,
+        }
+    }
+}
+
+/// The session's adapter if it is alive now and confirmed by the table: a descendant of the
+/// session's live worker (the worker spawns it), of the worker's user, not a server.
+fn adapter_claim(ctx: &Ctx<'_>, d: &DebugSession) -> AdapterClaim {
+    let Some(pid) = d.adapter_pid else {
+        return AdapterClaim::None;
+    };
+    let Some(a) = ctx.procs().find(|p| p.pid == pid && p.state.is_alive()) else {
+        return AdapterClaim::None;
+    };
+    let worker = d.worker_pid.and_then(|w| ctx.world.proc(w));
+    let under = |w: &Proc| {
+        let mut cur = a.ppid;
+        (0..64).any(|_| {
+            let hit = cur == w.pid;
+            cur = ctx.world.proc(cur).map_or(0, |p| p.ppid);
+            hit
+        })
+    };
+    match worker {
+        Some(w) if a.role != Role::Server && a.uid == w.uid && under(w) => {
+            AdapterClaim::Confirmed(pid)
+        }
+        _ => AdapterClaim::Unconfirmed(format!(
+            "the worker's log names pid {pid} as its adapter; {pid} ({}) is not under this \
+             worker{}: an unconfirmed claim, not planned",
+            a.role,
+            worker.map(|w| format!(" {}", w.pid)).unwrap_or_default()
+        )),
+    }
 }
 
 /// What a session is stuck on.
@@ -305,7 +352,8 @@ fn debuggee(d: &DebugSession, t: StuckThresholds) -> Option<Stall> {
 }
 
 fn candidate(ctx: &Ctx<'_>, d: &DebugSession, server: u32, s: Stall) -> Candidate {
-    let plan: Option<KillPlan> = s.kill.map(|a| ctx.plan(&[a], true));
+    let worker = d.worker_pid.and_then(|w| ctx.world.proc(w));
+    let plan: Option<KillPlan> = s.kill.zip(worker).map(|(a, w)| ctx.plan(w, &[a], true));
     let f = Finding {
         id: FindingId::of(FindingKind::StuckSession, &d.id),
         kind: FindingKind::StuckSession,

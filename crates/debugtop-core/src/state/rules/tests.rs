@@ -1254,3 +1254,136 @@ fn an_orphan_whose_owner_pid_is_taken_by_a_later_server_names_it() {
         evidence[3]
     );
 }
+
+/// [`starting_with`] whose worker's log names `claimed` as its adapter.
+fn claiming(t: i64, claimed: u32) -> Obs {
+    starting_with(0, "initializing", -40, &[]).log(
+        3,
+        t,
+        LogOrigin::Proxy,
+        K::AdapterSpawned {
+            pid: claimed,
+            session_id: Some("s-1".into()),
+        },
+    )
+}
+
+#[test]
+fn regression_a_worker_log_naming_the_server_as_its_adapter_plans_no_kill_of_it() {
+    // The attack: a worker's log (its user writes it) names a live server's pid as the
+    // adapter. The session is still stuck, and the claim is in the evidence, unplanned.
+    let f = go([claiming(-39, 100)]);
+    let s = stuck_of(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    let ev = s.evidence.join("\n");
+    assert!(
+        ev.contains("the worker's log names pid 100 as its adapter; 100 (server) is not under this worker 200"),
+        "{ev}"
+    );
+    assert!(ev.contains("no live adapter"), "{ev}");
+    assert!(s.plan.is_none() && s.pids.is_empty(), "{s:#?}");
+    // Another user's process under the worker is not its adapter either.
+    let f = go([claiming(-39, 300).proc(P::new(300, Role::Adapter).ppid(200).uid(0).build())]);
+    let s = stuck_of(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    assert!(s.plan.is_none(), "{s:#?}");
+    // Near miss: the worker's own child is planned.
+    let f = go([claiming(-39, 300).proc(P::new(300, Role::Adapter).ppid(200).build())]);
+    let s = stuck_of(&f).unwrap_or_else(|| panic!("{f:#?}"));
+    assert_eq!(
+        s.plan
+            .as_ref()
+            .map(|p| p.targets.iter().map(|t| t.pid).collect::<Vec<_>>()),
+        Some(vec![300])
+    );
+}
+
+/// Every process the table ties to `subject`, as a plan may follow it: itself, descendants,
+/// members of groups and sessions led, watchdogs naming one, group members of a gone leader.
+fn tied_closure(procs: &[crate::model::Proc], subject: &crate::model::Proc) -> Vec<u32> {
+    let alive = |pid: u32| procs.iter().any(|p| p.pid == pid);
+    let mut set = vec![subject.pid];
+    if !alive(subject.pgid) {
+        set.extend(
+            procs
+                .iter()
+                .filter(|q| q.pgid == subject.pgid)
+                .map(|q| q.pid),
+        );
+    }
+    loop {
+        let more: Vec<u32> = procs
+            .iter()
+            .filter(|q| !set.contains(&q.pid))
+            .filter(|q| {
+                set.iter().any(|&s| {
+                    q.ppid == s || q.pgid == s || q.sid == s || q.markers.inspector_pid == Some(s)
+                })
+            })
+            .map(|q| q.pid)
+            .collect();
+        if more.is_empty() {
+            return set;
+        }
+        set.extend(more);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    /// Whatever the logs say, a finding's plan holds only processes the table ties to the
+    /// finding's subject, of the subject's user, and no server but the subject.
+    #[test]
+    fn no_plan_reaches_past_its_subject_whatever_the_logs_say(
+        procs in proptest::collection::vec(
+            (0usize..6, 0usize..8, 0usize..8, 0usize..3, proptest::bool::ANY), 0..8),
+        claims in proptest::collection::vec(0usize..12, 0..3),
+        state in 0usize..3,
+    ) {
+        let pids = [1u32, 100, 200, 201, 202, 203, 204, 205, 206, 207, 50, 40];
+        let roles = [Role::Worker, Role::Adapter, Role::Debuggee, Role::Watchdog, Role::Server, Role::Launcher];
+        let uids = [1000u32, 0, 65534];
+        let mut o = starting_with(0, ["initializing", "created", "running"][state], -40, &[]);
+        for (i, (role, ppid, pgid, uid, marked)) in procs.iter().enumerate() {
+            let pid = 201 + i as u32;
+            let mut b = P::new(pid, roles[*role])
+                .ppid(pids[*ppid])
+                .group(pids[*pgid], pids[*pgid])
+                .uid(uids[*uid])
+                .session("s-1");
+            if *marked {
+                b = b.inspector(pids[*ppid]).main_pid(100);
+            }
+            o = o.proc(b.build());
+        }
+        for (i, c) in claims.iter().enumerate() {
+            o = o.log(3 + i as u64, -39, LogOrigin::Proxy, K::AdapterSpawned {
+                pid: pids[*c],
+                session_id: Some("s-1".into()),
+            });
+        }
+        let later = |t: i64| {
+            let mut x = o.clone().build();
+            x.at = at(t);
+            x.table.taken_at = at(t);
+            x
+        };
+        let table = later(0).table.procs;
+        for f in run([later(0), later(7), later(14)]) {
+            let Some(plan) = &f.plan else { continue };
+            let subject = match f.id.proc() {
+                Some(id) => table.iter().find(|p| p.id() == id),
+                None => table.iter().find(|p| p.role == Role::Worker && p.session_id == f.session_id),
+            };
+            let Some(subject) = subject else {
+                proptest::prop_assert!(plan.targets.is_empty(), "{f:#?}");
+                continue;
+            };
+            let tied = tied_closure(&table, subject);
+            for t in &plan.targets {
+                let q = table.iter().find(|p| p.pid == t.pid);
+                proptest::prop_assert!(q.is_some_and(|q| q.uid == subject.uid), "{} of another user: {f:#?}", t.pid);
+                proptest::prop_assert!(tied.contains(&t.pid), "{} not tied to {}: {f:#?}", t.pid, subject.pid);
+                proptest::prop_assert!(t.role != Role::Server || t.pid == subject.pid, "{f:#?}");
+            }
+        }
+    }
+}

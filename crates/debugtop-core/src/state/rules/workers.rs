@@ -208,7 +208,7 @@ pub fn leaked_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
             ));
         }
         f.suggested_action = format!("kill worker {} and everything under it", p.pid);
-        f.plan = Some(ctx.plan(&[p.pid], false));
+        f.plan = Some(ctx.plan(p, &[p.pid], false));
         out.push(match dated {
             Some(at) => Candidate::dated(f, at),
             None => Candidate::new(f),
