@@ -1,31 +1,125 @@
 //! Files named by other processes (a log path in a server's argv, a script's `package.json`),
-//! opened without letting them steer debugtop: no symbolic link followed at the last component,
-//! non-blocking (a FIFO named as a log cannot hang the sampler), only regular files read, and
-//! reads capped. Everything that opens such a path goes through here.
+//! opened without letting them steer debugtop — which may run as root while the file's folder
+//! belongs to anyone: no symbolic link followed in any component of a log's path, non-blocking
+//! (a FIFO named as a log cannot hang the sampler), only regular files read, of the user the
+//! file should belong to, reads capped. Everything that opens such a path goes through here.
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path};
 
-/// Opens a path that came from another process. The caller checks that what opened is a
-/// regular file before reading ([`read_small`] does).
+use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
+use rustix::io::Errno;
+
+const READ_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NOCTTY);
+
+/// Opens a path that came from another process, following no symbolic link in any of its
+/// components (`openat2` with `RESOLVE_NO_SYMLINKS`; where the kernel or a seccomp filter
+/// lacks it, the same by a walk of `O_NOFOLLOW` opens, one component at a time). A folder
+/// swapped for a link to `/etc` between two reads is refused (`ELOOP`), not followed. The
+/// caller checks that what opened is a regular file before reading ([`open_owned`] does).
 pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
-    use rustix::fs::{Mode, OFlags};
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    Ok(File::from(fd))
+    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(CWD, path, READ_FLAGS, Mode::empty(), resolve) {
+        Err(Errno::NOSYS | Errno::PERM) => walk(path),
+        r => Ok(File::from(r?)),
+    }
 }
 
-/// A regular file's text, at most `cap` bytes, opened as untrusted.
-pub fn read_small(path: &Path, cap: u64) -> Option<String> {
+/// [`open_untrusted`] without `openat2`: each folder opened `O_PATH | O_NOFOLLOW` from the
+/// last, so no component can be a link.
+fn walk(path: &Path) -> std::io::Result<File> {
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut parts: Vec<Component<'_>> = path.components().collect();
+    let Some(Component::Normal(last)) = parts.pop() else {
+        return Err(Errno::INVAL.into());
+    };
+    let mut dir = rustix::fs::openat(CWD, ".", dir_flags, Mode::empty())?;
+    for c in parts {
+        let name = match c {
+            Component::RootDir => Path::new("/").as_os_str(),
+            Component::CurDir => continue,
+            Component::ParentDir => "..".as_ref(),
+            Component::Normal(n) => n,
+            Component::Prefix(_) => return Err(Errno::INVAL.into()),
+        };
+        dir = rustix::fs::openat(&dir, name, dir_flags, Mode::empty())?;
+    }
+    Ok(File::from(rustix::fs::openat(
+        &dir,
+        last,
+        READ_FLAGS,
+        Mode::empty(),
+    )?))
+}
+
+/// Opens a file another process named, as [`open_untrusted`], and only a regular file owned by
+/// `owner` (when given): a server's files are read for the server's user, never a file of
+/// another user it pointed at.
+pub fn open_owned(path: &Path, owner: Option<u32>) -> Option<File> {
     let f = open_untrusted(path).ok()?;
+    let meta = f.metadata().ok()?;
+    (meta.is_file() && owner.is_none_or(|u| u == meta.uid())).then_some(f)
+}
+
+/// A regular file's text, at most `cap` bytes, never following a symbolic link at its last
+/// component (a script's `package.json`, reached through the folders the script's own path
+/// names).
+pub fn read_small(path: &Path, cap: u64) -> Option<String> {
+    let fd = rustix::fs::open(path, READ_FLAGS, Mode::empty()).ok()?;
+    let f = File::from(fd);
     if !f.metadata().ok()?.is_file() {
         return None;
     }
     let mut text = String::new();
     f.take(cap).read_to_string(&mut text).ok()?;
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regression_a_folder_swapped_for_a_link_is_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("f.log"), "secret\n").unwrap();
+        std::os::unix::fs::symlink(&real, d.path().join("link")).unwrap();
+        let through = d.path().join("link/f.log");
+        assert_eq!(
+            open_untrusted(&through).unwrap_err().raw_os_error(),
+            Some(Errno::LOOP.raw_os_error())
+        );
+        assert!(walk(&through).is_err(), "the walk refuses it too");
+        // Near miss: the same file by its own path opens, both ways.
+        assert!(open_untrusted(&real.join("f.log")).is_ok());
+        assert!(walk(&real.join("f.log")).is_ok());
+        // A link as the last component is refused as before.
+        std::os::unix::fs::symlink(real.join("f.log"), d.path().join("l.log")).unwrap();
+        assert!(open_untrusted(&d.path().join("l.log")).is_err());
+        assert!(walk(&d.path().join("l.log")).is_err());
+    }
+
+    #[test]
+    fn only_a_regular_file_of_the_expected_owner_opens() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f.log");
+        std::fs::write(&f, "x\n").unwrap();
+        let mine = std::fs::metadata(&f).unwrap().uid();
+        assert!(open_owned(&f, Some(mine)).is_some());
+        assert!(open_owned(&f, None).is_some());
+        assert!(open_owned(&f, Some(mine + 1)).is_none());
+        assert!(open_owned(d.path(), None).is_none(), "a folder");
+        assert!(
+            open_owned(Path::new("/dev/null"), None).is_none(),
+            "a device"
+        );
+    }
 }

@@ -20,7 +20,7 @@ use crate::model::{
 };
 use crate::redact::redact_text;
 use crate::report::markdown;
-use crate::safe_fs::open_untrusted;
+use crate::safe_fs::{open_owned, open_untrusted};
 
 /// The largest snapshot file read (a real one with 5,000 processes is ~ 10 MB).
 pub const MAX_IMPORT: u64 = 64 * 1024 * 1024;
@@ -62,7 +62,7 @@ pub fn to_json(s: &Snapshot) -> Result<String> {
 /// around every cited log line, and the versions. Redacts what it adds when the snapshot is
 /// redacted. Never call it on an imported snapshot.
 pub fn enrich(s: &mut Snapshot, home: Option<&str>) {
-    s.log_excerpts = excerpts(&s.findings, &s.debug_sessions);
+    s.log_excerpts = excerpts(&s.findings, &s.debug_sessions, &s.processes);
     s.environment = Some(environment(&s.servers, &s.processes));
     if s.redacted {
         for x in &mut s.log_excerpts {
@@ -152,28 +152,81 @@ pub fn import_file(path: &Path) -> Result<Snapshot> {
     import(&text)
 }
 
-/// Writes `contents` to `path` atomically: a temporary file in the same folder, then a rename,
-/// so a reader never sees half a snapshot.
+/// Writes `contents` to `path` atomically: a new temporary file in the same folder, then a
+/// rename, so a reader never sees half a snapshot. Safe in a folder others can write to (root
+/// exporting into `/tmp`): the temporary file is created `O_EXCL | O_NOFOLLOW`, mode 0600, so
+/// a planted link or file under its name is never followed or reused (another name is tried);
+/// a symbolic link at `path` is replaced, never followed; and a device, FIFO or socket at
+/// `path` is refused, never replaced (`--out /dev/null` must not turn the machine's
+/// `/dev/null` into a file).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "snapshot".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    let dir = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    refuse_special(&dir, name)?;
+    let (tmp, file) = create_temporary(&dir, &name.to_string_lossy())?;
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = std::fs::File::from(file);
         f.write_all(contents)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        refuse_special(&dir, name)?;
+        rustix::fs::renameat(&dir, &tmp, &dir, name)?;
+        Ok(())
     })();
     if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
     }
     result
+}
+
+/// An error when `name` in `dir` is something other than a regular file or a symbolic link
+/// (which a rename replaces without following).
+fn refuse_special(dir: &rustix::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, FileType};
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Symlink => Ok(()),
+            FileType::Directory => Err(std::io::Error::other("it is a folder")),
+            _ => Err(std::io::Error::other(
+                "it is not a regular file (a device, FIFO or socket): not replaced — use \
+                 --out - to write to standard output",
+            )),
+        },
+        Err(rustix::io::Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A new file `.NAME.<unique>.tmp` in `dir`, created exclusively (never an existing file or
+/// link), mode 0600.
+fn create_temporary(
+    dir: &rustix::fd::OwnedFd,
+    name: &str,
+) -> std::io::Result<(String, rustix::fd::OwnedFd)> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let tmp = format!(".{name}.{}.{nanos:x}{attempt}.tmp", std::process::id());
+        match rustix::fs::openat(dir, &tmp, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => return Ok((tmp, fd)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.map_or_else(|| std::io::Error::other("no temporary file"), Into::into))
 }
 
 /// The JSON Schema of the snapshot document (checked in as `schema/debugtop.snapshot-1.schema.json`).
@@ -181,20 +234,41 @@ pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Snapshot)).unwrap_or_default()
 }
 
+/// Whose files a finding's logs must be to be read for an excerpt: its server's user (the
+/// tail read them under the same check), else its process's; `Err` when debugtop runs as root
+/// and neither is known — then nothing is read.
+fn log_owner(f: &Finding, procs: &[std::sync::Arc<Proc>]) -> std::result::Result<Option<u32>, ()> {
+    let uid_of = |pid: u32| procs.iter().find(|p| p.pid == pid).and_then(|p| p.uid);
+    let owner = f
+        .server_pid
+        .and_then(uid_of)
+        .or_else(|| f.pids.first().copied().and_then(uid_of));
+    match owner {
+        Some(0) => Ok(None),
+        Some(u) => Ok(Some(u)),
+        None if rustix::process::getuid().is_root() => Err(()),
+        None => Ok(None),
+    }
+}
+
 fn excerpts(
     findings: &[std::sync::Arc<Finding>],
     sessions: &[std::sync::Arc<crate::model::DebugSession>],
+    procs: &[std::sync::Arc<Proc>],
 ) -> Vec<LogExcerpt> {
-    let mut wanted: Vec<(FindingId, String, u64)> = Vec::new();
+    let mut wanted: Vec<(FindingId, String, u64, Option<u32>)> = Vec::new();
     for f in findings {
+        let Ok(owner) = log_owner(f, procs) else {
+            continue;
+        };
         let facts = sessions
             .iter()
             .filter(|d| f.session_id.as_deref() == Some(d.id.as_str()))
             .flat_map(|d| d.ended_by.iter().chain(d.facts.iter().rev().take(3)));
         for fact in facts {
             if let FactSource::Log { file, line } = &fact.source {
-                if !wanted.iter().any(|(_, fl, ln)| fl == file && ln == line) {
-                    wanted.push((f.id.clone(), file.clone(), *line));
+                if !wanted.iter().any(|(_, fl, ln, _)| fl == file && ln == line) {
+                    wanted.push((f.id.clone(), file.clone(), *line, owner));
                 }
             }
         }
@@ -202,9 +276,9 @@ fn excerpts(
     wanted.truncate(MAX_EXCERPTS);
     wanted
         .into_iter()
-        .filter_map(|(id, file, line)| {
+        .filter_map(|(id, file, line, owner)| {
             let first = line.saturating_sub(EXCERPT_CONTEXT).max(1);
-            let lines = read_lines(Path::new(&file), first, line + EXCERPT_CONTEXT)?;
+            let lines = read_lines(Path::new(&file), owner, first, line + EXCERPT_CONTEXT)?;
             Some(LogExcerpt {
                 finding_id: Some(id),
                 file,
@@ -217,13 +291,11 @@ fn excerpts(
 }
 
 /// Lines `from..=to` (1-based) of a log, reading at most [`MAX_LOG_SCAN`] bytes, each cut at
-/// 500 characters; opened as untrusted (no symlink, never a FIFO).
-fn read_lines(path: &Path, from: u64, to: u64) -> Option<Vec<String>> {
+/// 500 characters; opened with the tail's checks (no symbolic link in any component, a regular
+/// file, of `owner` when given).
+fn read_lines(path: &Path, owner: Option<u32>, from: u64, to: u64) -> Option<Vec<String>> {
     use std::io::BufRead;
-    let f = open_untrusted(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
+    let f = open_owned(path, owner)?;
     let mut out = Vec::new();
     for (i, line) in std::io::BufReader::new(f.take(MAX_LOG_SCAN))
         .split(b'\n')
@@ -454,6 +526,67 @@ mod tests {
             .collect();
         assert_eq!(names, ["s.json"], "no temporary file left behind");
         assert!(write_atomic(Path::new("/nonexistent/dir/s.json"), b"x").is_err());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "exports are the user's alone");
+    }
+
+    #[test]
+    fn regression_a_planted_link_is_replaced_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        // Links named for the temporary file's every likely name and at the target itself.
+        let old_name = format!(".r.json.{}.tmp", std::process::id());
+        std::os::unix::fs::symlink(&victim, dir.path().join(old_name)).unwrap();
+        for n in 0..64 {
+            let _ = std::os::unix::fs::symlink(
+                &victim,
+                dir.path()
+                    .join(format!(".r.json.{}.{n}.tmp", std::process::id())),
+            );
+        }
+        let target = dir.path().join("r.json");
+        std::os::unix::fs::symlink(&victim, &target).unwrap();
+        write_atomic(&target, b"report").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let meta = std::fs::symlink_metadata(&target).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "the link was replaced by the file"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"report");
+    }
+
+    #[test]
+    fn regression_a_fifo_or_device_at_the_target_is_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = write_atomic(&fifo, b"x").unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        // A socket too (a device node needs root to make: the CLI's test makes one).
+        let sock = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert!(write_atomic(&sock, b"x").is_err());
+        assert!(std::fs::symlink_metadata(&sock)
+            .unwrap()
+            .file_type()
+            .is_socket());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 2, "no temporary file left behind");
     }
 
     #[test]
@@ -470,5 +603,59 @@ mod tests {
         let j = serde_json::to_string(&s.processes[0]).unwrap();
         assert!(!j.contains("s3cr3t") && j.contains("~/app.py"), "{j}");
         assert!(s.redacted);
+    }
+
+    /// The sample snapshot with its finding's session citing line 3 of `log`, its server of
+    /// `uid`.
+    fn citing(log: &Path, uid: u32) -> Snapshot {
+        let mut s = sample_snapshot();
+        s.redacted = false;
+        let sid = s.findings[0].session_id.clone().expect("a session");
+        let server = s.findings[0].server_pid.expect("a server");
+        for d in &mut s.debug_sessions {
+            let d = std::sync::Arc::make_mut(d);
+            if d.id == sid {
+                d.facts.clear();
+                d.ended_by = Some(crate::model::Fact::new(
+                    crate::model::What::Noted,
+                    FactSource::Log {
+                        file: log.to_string_lossy().into_owned(),
+                        line: 3,
+                    },
+                    None,
+                ));
+            }
+        }
+        for p in &mut s.processes {
+            if p.pid == server {
+                std::sync::Arc::make_mut(p).uid = Some(uid);
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn regression_excerpts_follow_no_link_and_read_only_the_servers_users_files() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("logs");
+        std::fs::create_dir(&real).unwrap();
+        let log = real.join("server.log");
+        std::fs::write(&log, "one\ntwo\nthree\nfour\n").unwrap();
+        let mine = std::fs::metadata(&log).unwrap().uid();
+        // Near miss: the server's own log is excerpted.
+        let mut s = citing(&log, mine);
+        enrich(&mut s, None);
+        assert_eq!(s.log_excerpts.len(), 1, "{:#?}", s.log_excerpts);
+        assert!(s.log_excerpts[0].lines.contains(&"three".to_owned()));
+        // The folder swapped for a link (to /etc, in the attack): not followed.
+        std::os::unix::fs::symlink(&real, d.path().join("swapped")).unwrap();
+        let mut s = citing(&d.path().join("swapped/server.log"), mine);
+        enrich(&mut s, None);
+        assert!(s.log_excerpts.is_empty(), "{:#?}", s.log_excerpts);
+        // A file of another user than the server's: not read.
+        let mut s = citing(&log, mine + 1);
+        enrich(&mut s, None);
+        assert!(s.log_excerpts.is_empty(), "{:#?}", s.log_excerpts);
     }
 }

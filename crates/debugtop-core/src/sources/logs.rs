@@ -527,7 +527,7 @@ impl LogTail {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                return Err(fail("a symbolic link: not followed".into()))
+                return Err(fail("a symbolic link in its path: not followed".into()))
             }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Err(fail(denied(&path)))
