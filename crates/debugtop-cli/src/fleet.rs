@@ -2,6 +2,7 @@
 //! `snapshot --target …`. Each calls the core's fleet actions and prints; plans are made and
 //! checked on the target.
 
+use debugtop_core::model::printable::one_line;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -17,7 +18,7 @@ pub async fn audit(args: &AuditArgs, targets: &[Target], json: bool) -> anyhow::
     let text = if json {
         serde_json::to_string_pretty(&fleet)? + "\n"
     } else {
-        fleet.to_text()
+        debugtop_core::model::printable::for_terminal(&fleet.to_text()).into_owned()
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::from(fleet.exit_code()))
@@ -49,9 +50,9 @@ pub async fn kill(
     }
     let mut out = std::io::stdout().lock();
     if !json {
-        writeln!(out, "plan on {on} ({}):", hello.host)?;
+        writeln!(out, "plan on {on} ({}):", one_line(&hello.host))?;
         for line in shown.plan.describe() {
-            writeln!(out, "  {line}")?;
+            writeln!(out, "  {}", one_line(&line))?;
         }
     }
     if shown.plan.targets.is_empty() {
@@ -85,10 +86,16 @@ pub async fn kill(
         writeln!(out, "{}", serde_json::to_string(&done)?)?;
     } else {
         for o in done.report.iter().flat_map(|r| &r.outcomes) {
-            writeln!(out, "{} {} on {on}: {}", o.role, o.pid, o.outcome)?;
+            writeln!(
+                out,
+                "{} {} on {on}: {}",
+                o.role,
+                o.pid,
+                one_line(&o.outcome.to_string())
+            )?;
         }
         for r in &done.plan.refused {
-            writeln!(out, "refused {} on {on}: {}", r.pid, r.why)?;
+            writeln!(out, "refused {} on {on}: {}", r.pid, one_line(&r.why))?;
         }
     }
     Ok(if all_gone {
@@ -120,8 +127,8 @@ pub async fn snapshot(
     for t in fleet.targets.iter().filter(|t| t.snapshot.is_none()) {
         eprintln!(
             "debugtop-cli: no snapshot of {}: {}",
-            t.target,
-            t.error.as_deref().unwrap_or("no answer")
+            one_line(&t.target.to_string()),
+            one_line(t.error.as_deref().unwrap_or("no answer"))
         );
     }
     Ok(if failed == 0 {

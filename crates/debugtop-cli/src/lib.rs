@@ -42,7 +42,8 @@ pub enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
-        /// Write to this file instead of stdout.
+        /// Write to this file instead of stdout (`-` is stdout). Written atomically, mode 0600;
+        /// a symbolic link there is replaced, a device, FIFO or socket refused.
         #[arg(long)]
         out: Option<PathBuf>,
         /// Keep secrets in argv (off by default: snapshots are meant to be shared).

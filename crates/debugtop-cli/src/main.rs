@@ -6,6 +6,7 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use debugtop_core::model::printable::{for_terminal, one_line};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
     match rt.block_on(run(Cli::parse())) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("debugtop-cli: {e:#}");
+            eprintln!("debugtop-cli: {}", for_terminal(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -92,7 +93,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let text = if json {
                 serde_json::to_string_pretty(&run.result)? + "\n"
             } else {
-                run.result.to_text()
+                for_terminal(&run.result.to_text()).into_owned()
             };
             std::io::stdout().lock().write_all(text.as_bytes())?;
             Ok(ExitCode::from(run.result.exit_code()))
@@ -167,9 +168,9 @@ async fn snapshot(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Writes `text` to `out` (atomically) or stdout.
+/// Writes `text` to `out` (atomically; `-` is stdout) or stdout.
 fn write_out(out: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
-    match out {
+    match out.filter(|p| p.as_os_str() != "-") {
         Some(path) => export::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display())),
         None => std::io::stdout()
@@ -227,7 +228,10 @@ async fn watch(
             changed = running.errors.changed() => {
                 if changed.is_err() { break; }
                 if let Some(e) = running.errors.borrow_and_update().clone() {
-                    eprintln!("debugtop-cli: tick failed (the stream goes on): {e}");
+                    eprintln!(
+                        "debugtop-cli: tick failed (the stream goes on): {}",
+                        one_line(&e.to_string())
+                    );
                 }
                 continue;
             }
@@ -300,7 +304,7 @@ async fn kill_cmd(
     let mut out = std::io::stdout().lock();
     writeln!(out, "plan:")?;
     for line in plan.describe() {
-        writeln!(out, "  {line}")?;
+        writeln!(out, "  {}", one_line(&line))?;
     }
     if plan.targets.is_empty() {
         writeln!(out, "nothing to kill")?;
@@ -317,7 +321,13 @@ async fn kill_cmd(
     let report = execute_now(plan, true).await?;
     let mut out = std::io::stdout().lock();
     for o in &report.outcomes {
-        writeln!(out, "{} {}: {}", o.role, o.pid, o.outcome)?;
+        writeln!(
+            out,
+            "{} {}: {}",
+            o.role,
+            o.pid,
+            one_line(&o.outcome.to_string())
+        )?;
     }
     Ok(if report.all_gone() {
         ExitCode::SUCCESS
@@ -394,14 +404,24 @@ fn summary(u: &Update) -> String {
     );
     for e in &u.events {
         let at = e.at.map(|a| a.to_rfc3339()).unwrap_or_default();
-        line.push_str(&format!("\n  {at} {}:{} {:?}", e.file, e.line, e.kind));
+        let kind = format!("{:?}", e.kind);
+        line.push_str(&format!(
+            "\n  {at} {}:{} {}",
+            one_line(&e.file),
+            e.line,
+            one_line(&kind)
+        ));
     }
     for src in s.sources.iter().filter(|x| x.state != SourceState::Ok) {
         let who = src
             .server_pid
             .map(|p| format!(" (server {p})"))
             .unwrap_or_default();
-        line.push_str(&format!("\n  {}{who}: {}", src.source, src.detail));
+        line.push_str(&format!(
+            "\n  {}{who}: {}",
+            src.source,
+            one_line(&src.detail)
+        ));
     }
     line
 }

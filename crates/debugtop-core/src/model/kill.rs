@@ -92,7 +92,7 @@ impl KillPlan {
                     t.pgid,
                     t.sid,
                     t.via,
-                    t.argv.join(" ")
+                    super::printable::one_line(&t.argv.join(" "))
                 )
             })
             .collect();
@@ -105,7 +105,7 @@ impl KillPlan {
         out.extend(
             self.refused
                 .iter()
-                .map(|r| format!("refuse {}: {}", r.pid, r.why)),
+                .map(|r| format!("refuse {}: {}", r.pid, super::printable::one_line(&r.why))),
         );
         out
     }

@@ -14,6 +14,7 @@ mod ids;
 mod kill;
 mod logs;
 mod observation;
+pub mod printable;
 mod process;
 mod progress;
 mod sessions;

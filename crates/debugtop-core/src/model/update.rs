@@ -6,6 +6,7 @@ use ts_rs::TS;
 
 use super::finding::{group_findings, Finding, FindingGroup, Severity};
 use super::logs::LogEvent;
+use super::printable::one_line;
 use super::process::ServerInfo;
 use super::snapshot::{Snapshot, SourceState, SourceStatus};
 use super::target::{Hello, Target};
@@ -79,7 +80,7 @@ impl AuditResult {
                 .server_pid
                 .map(|p| format!(" (server {p})"))
                 .unwrap_or_default();
-            let _ = writeln!(o, "note: {}{who}: {}", src.source, src.detail);
+            let _ = writeln!(o, "note: {}{who}: {}", src.source, one_line(&src.detail));
         }
         o
     }
@@ -93,7 +94,7 @@ impl AuditResult {
     fn write_group(&self, o: &mut String, g: &FindingGroup) -> std::fmt::Result {
         use std::fmt::Write;
         if g.findings.len() > 1 {
-            writeln!(o, "== {} ({} processes)", g.title, g.pids)?;
+            writeln!(o, "== {} ({} processes)", one_line(&g.title), g.pids)?;
             let alone = g.server_pid.is_some()
                 || self.groups.iter().filter(|x| x.kind == g.kind).count() == 1;
             if g.killable && alone {
@@ -135,17 +136,18 @@ fn write_finding(o: &mut String, f: &Finding) -> std::fmt::Result {
     let sid = f
         .session_id
         .as_deref()
-        .map(|s| format!(", session {s}"))
+        .map(|s| format!(", session {}", one_line(s)))
         .unwrap_or_default();
     let srv = f
         .server_pid
         .map(|s| format!(", server {s}"))
         .unwrap_or_default();
-    writeln!(o, "{sev} {} — {}{sid}{srv}", f.kind, f.id)?;
+    let id = f.id.to_string();
+    writeln!(o, "{sev} {} — {}{sid}{srv}", f.kind, one_line(&id))?;
     for e in &f.evidence {
-        writeln!(o, "    - {e}")?;
+        writeln!(o, "    - {}", one_line(e))?;
     }
-    writeln!(o, "    fix: {}", f.suggested_action)?;
+    writeln!(o, "    fix: {}", one_line(&f.suggested_action))?;
     if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
         writeln!(o, "         debugtop-cli kill {}", f.id)?;
     }
@@ -209,9 +211,15 @@ impl FleetAudit {
             let host = t
                 .hello
                 .as_ref()
-                .map(|h| format!(" ({}, debugtop {})", h.host, h.debugtop))
+                .map(|h| {
+                    format!(
+                        " ({}, debugtop {})",
+                        one_line(&h.host),
+                        one_line(&h.debugtop)
+                    )
+                })
                 .unwrap_or_default();
-            o.push_str(&format!("== {}{host}\n", t.target));
+            o.push_str(&format!("== {}{host}\n", one_line(&t.target.to_string())));
             match (&t.result, &t.error) {
                 (Some(r), _) => {
                     let text = r.to_text();
@@ -225,7 +233,7 @@ impl FleetAudit {
                 }
                 (None, e) => o.push_str(&format!(
                     "could not audit: {}\n",
-                    e.as_deref().unwrap_or("no answer")
+                    one_line(e.as_deref().unwrap_or("no answer"))
                 )),
             }
         }

@@ -475,6 +475,7 @@ fn code_inline(s: &str) -> String {
 
 /// A fenced block whose fence is longer than any backtick run in `body`.
 fn fenced(o: &mut String, lang: &str, body: &str) -> std::fmt::Result {
+    let body = crate::model::printable::for_terminal(body);
     let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest.max(2) + 1);
     writeln!(o, "{fence}{lang}")?;
