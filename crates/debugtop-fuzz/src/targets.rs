@@ -153,7 +153,7 @@ fn redaction_seeds() -> Vec<Vec<u8>> {
 }
 
 /// The shapes a planted secret takes (`S` is replaced).
-const SHAPES: [&str; 12] = [
+const SHAPES: [&str; 19] = [
     "--password S",
     "--token=S",
     r#"{"token":"S"}"#,
@@ -166,6 +166,13 @@ const SHAPES: [&str; 12] = [
     "-pS",
     "API_KEY=S",
     "--adapter-access-token S",
+    "curl -u alice:S x",
+    "--passphrase S",
+    "--bearer S",
+    "-PS",
+    "apikey sk-S",
+    "root:$6$salt$S:19000:0:99999:7:::",
+    "--password 'a S'",
 ];
 
 /// Hostile text with a secret planted after it in some shape: the secret never survives.

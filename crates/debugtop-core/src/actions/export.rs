@@ -71,6 +71,48 @@ pub fn enrich(s: &mut Snapshot, home: Option<&str>) {
                 *l = redact_text(l, home);
             }
         }
+        shorten_http_session_ids(s);
+    }
+}
+
+/// An `Mcp-Session-Id` is a credential for its HTTP session (whoever holds it can drive that
+/// session): a redacted export keeps the first 8 characters of each, enough to tell them apart
+/// and to match a log line, wherever one appears — never the whole value.
+fn shorten_http_session_ids(s: &mut Snapshot) {
+    let ids: Vec<(String, String)> = s
+        .http_sessions
+        .iter()
+        .filter(|h| h.id.chars().count() > 12)
+        .map(|h| (h.id.clone(), format!("{}…", crate::model::short(&h.id))))
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    fn walk(v: &mut serde_json::Value, ids: &[(String, String)]) {
+        match v {
+            serde_json::Value::String(x) => {
+                for (id, short) in ids {
+                    if x.contains(id.as_str()) {
+                        *x = x.replace(id.as_str(), short);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(x, ids)),
+            serde_json::Value::Object(m) => m.values_mut().for_each(|x| walk(x, ids)),
+            _ => {}
+        }
+    }
+    let shortened = serde_json::to_value(&*s).ok().and_then(|mut v| {
+        walk(&mut v, &ids);
+        serde_json::from_value::<Snapshot>(v).ok()
+    });
+    match shortened {
+        Some(x) => *s = x,
+        None => {
+            // Only if a shortened id broke the shape (a bug): the sessions go, not the ids out.
+            tracing::error!("shortening HTTP session ids broke the snapshot's shape");
+            s.http_sessions.clear();
+        }
     }
 }
 
@@ -657,5 +699,22 @@ mod tests {
         let mut s = citing(&log, mine + 1);
         enrich(&mut s, None);
         assert!(s.log_excerpts.is_empty(), "{:#?}", s.log_excerpts);
+    }
+
+    #[test]
+    fn a_redacted_export_keeps_only_a_prefix_of_each_mcp_session_id() {
+        let mut s = sample_snapshot();
+        let id = s.http_sessions[0].id.clone();
+        assert!(serde_json::to_string(&s).unwrap().contains(&id));
+        enrich(&mut s, None);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains(&id), "the whole Mcp-Session-Id left");
+        assert!(json.contains(&format!("{}…", &id[..8])), "its prefix stays");
+        assert!(!crate::report::markdown::render(&s).contains(&id));
+        // Near miss: an unredacted export (--no-redact) keeps it whole.
+        let mut s = sample_snapshot();
+        s.redacted = false;
+        enrich(&mut s, None);
+        assert!(serde_json::to_string(&s).unwrap().contains(&id));
     }
 }
