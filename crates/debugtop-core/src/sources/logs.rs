@@ -397,7 +397,7 @@ pub struct LogTail {
     last_line_no: u64,
     /// Counters.
     pub stats: TailStats,
-    /// The user the file must belong to (the server's), unless that user is root.
+    /// The user the file must belong to (the server's).
     owner: Option<u32>,
 }
 
@@ -415,11 +415,12 @@ fn denied(path: &Path) -> String {
 }
 
 impl LogTail {
-    /// Reads the file only while it belongs to `uid` (the server whose argv named it), unless
-    /// `uid` is root: a server's argv can point debugtop — perhaps running as root — only at
-    /// its own user's files.
+    /// Reads the file only while it belongs to `uid` (the server whose argv named it), root
+    /// included: a server's argv can point debugtop — perhaps running as root — only at its
+    /// own user's files, and a root server logging into a folder anyone may write to (`/tmp`)
+    /// does not make a file another user planted there (a proxy log of a session) its own.
     pub fn owned_by(mut self, uid: Option<u32>) -> Self {
-        self.owner = uid.filter(|u| *u != 0);
+        self.owner = uid;
         self
     }
 

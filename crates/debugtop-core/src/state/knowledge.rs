@@ -273,7 +273,9 @@ impl ServerKnowledge {
                 }
             }
             What::SessionCreated => {}
-            What::StateChanged { to, .. } => {
+            // The session's state is the server's to say: a worker's log is written by the
+            // worker's user, and a planted one must not make a session look stuck.
+            What::StateChanged { to, .. } if server_said => {
                 if r.state != Some(*to) {
                     r.state_at = Some(at);
                 }
@@ -409,6 +411,16 @@ mod tests {
         };
         k.apply(&ev(2, LogOrigin::Proxy, stopped), now());
         assert!(k.debug["s-2"].ended.is_none());
+        // Nor gives it a state: a planted `State change` line made a session look stuck.
+        let changed = || K::StateChanged {
+            session_id: "s-2".into(),
+            from: "created".into(),
+            to: "initializing".into(),
+        };
+        k.apply(&ev(3, LogOrigin::Proxy, changed()), now());
+        assert_eq!(k.debug["s-2"].state, None);
+        k.apply(&ev(4, LogOrigin::Server, changed()), now());
+        assert_eq!(k.debug["s-2"].state, Some(SessionState::Initializing));
     }
 
     #[test]
