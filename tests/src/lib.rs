@@ -5,6 +5,7 @@
 
 pub mod dockerd;
 pub mod mcp;
+pub mod nobody;
 pub mod procs;
 pub mod sshd;
 

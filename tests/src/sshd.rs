@@ -54,6 +54,19 @@ impl Sshd {
             format!("[127.0.0.1]:{port} {kind} {key}\n"),
         )
         .unwrap();
+        // Every command a client runs goes through a wrapper that records it first: a test
+        // can then show that what it asked for was done on the far side, through ssh.
+        let record = d.join("record.sh");
+        std::fs::write(
+            &record,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$SSH_ORIGINAL_COMMAND\" >> '{}'\nexec \"${{SHELL:-/bin/sh}}\" -c \"$SSH_ORIGINAL_COMMAND\"\n",
+                d.join("commands.log").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&record, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
         // sshd's privilege separation directory (Debian's service creates it at boot).
         let _ = std::fs::create_dir_all("/run/sshd");
         std::fs::write(
@@ -61,7 +74,9 @@ impl Sshd {
             format!(
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {host}\nAuthorizedKeysFile {auth}\n\
                  PidFile {pid}\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 PermitRootLogin prohibit-password\nStrictModes no\nLogLevel ERROR\n",
+                 PermitRootLogin prohibit-password\nStrictModes no\nLogLevel ERROR\n\
+                 ForceCommand {record}\n",
+                record = record.display(),
                 host = d.join("host_key").display(),
                 auth = d.join("authorized_keys").display(),
                 pid = d.join("sshd.pid").display(),
@@ -129,6 +144,15 @@ impl Sshd {
         )
         .unwrap();
         path
+    }
+
+    /// Every command clients ran through this server, in order.
+    pub fn commands(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("commands.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
     }
 
     /// `DEBUGTOP_SSH_COMMAND` for this server.

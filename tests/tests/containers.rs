@@ -122,12 +122,19 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
     // A real server on the host first; the contained one asks for the same pid number.
     let decoy = Server::start(60_000);
     let c = Contained::start(decoy.pid());
-    let collides = c.inner_pid == decoy.pid();
     eprintln!(
-        "contained server: pid {} inside, {} on the host; host server {} (collision: {collides})",
+        "contained server: pid {} inside, {} on the host; host server {}",
         c.inner_pid,
         c.host_pid,
         decoy.pid()
+    );
+    // The collision is what this test is about: without it, joining by pid number alone
+    // would pass too.
+    assert_eq!(
+        c.inner_pid,
+        decoy.pid(),
+        "the contained server did not get the host server's pid number inside its namespace \
+         (setting ns_last_pid needs root: run as root, as CI does)"
     );
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
     let mut sessions = Vec::new();

@@ -327,12 +327,16 @@ async fn paused_python_javascript_and_mock_sessions_raise_nothing_at_any_tick() 
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let u = e.tick().await.unwrap();
                 ticks += 1;
-                for f in u
-                    .snapshot
-                    .findings
-                    .iter()
-                    .filter(|f| f.server_pid == Some(server_pid))
-                {
+                // Ours: joined to our server, or about a process our server started (by its
+                // marker or its parent chain) that could not be joined — a reparented adapter
+                // has no server pid. Other tests here stall sessions on purpose on servers
+                // of their own.
+                let started = debugtop_e2e::mcp::descendants_of(server_pid);
+                let ours = |f: &&std::sync::Arc<debugtop_core::model::Finding>| {
+                    f.server_pid == Some(server_pid)
+                        || f.pids.iter().any(|p| started.iter().any(|(d, _)| d == p))
+                };
+                for f in u.snapshot.findings.iter().filter(ours) {
                     raised.push(format!("tick {ticks}: {}: {:?}", f.id, f.evidence));
                 }
                 last = Some(u);

@@ -703,12 +703,31 @@ async fn every_survivor_found_and_killed(
         };
         assert!(right, "{role:?} {pid} is not in a finding of its kind");
     }
+    // Only plans whose every target this test started are executed: as root, a plan of
+    // another finding on this machine would end someone else's processes.
+    let ours: Vec<(u32, u64)> = chains
+        .iter()
+        .flat_map(|c| {
+            c.procs
+                .iter()
+                .map(|(pid, ticks, _)| (*pid, *ticks))
+                .chain([c.worker])
+        })
+        .collect();
     for f in findings.iter().filter(|f| f.plan.is_some()) {
         let plan = f.plan.clone().unwrap();
         assert!(!plan
             .targets
             .iter()
             .any(|t| t.pid == server.pid() || t.pid == sentinel.0.pid));
+        if !plan
+            .targets
+            .iter()
+            .all(|t| ours.contains(&(t.pid, t.start_ticks)))
+        {
+            eprintln!("not executed (not all ours): {} {:?}", f.id, f.pids);
+            continue;
+        }
         if plan.targets.iter().all(|t| state_of(t.pid).is_none()) {
             continue; // an earlier plan took these
         }

@@ -237,6 +237,17 @@ async fn a_fleet_audit_over_ssh_finds_the_seed_leak_and_kill_on_the_target_remov
     );
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(out.contains(&format!("plan on {target}")), "{out}");
+    // The kill went through ssh: the far side ran `kill` on the finding, for exactly the
+    // identities confirmed here.
+    let only: Vec<String> = planned.iter().map(|(p, t)| format!("{p}.{t}")).collect();
+    let far = sshd.commands();
+    assert!(
+        far.iter().any(|c| c.contains(" kill ")
+            && c.contains(&id)
+            && !c.contains("--dry-run")
+            && only.iter().all(|o| c.contains(o.as_str()))),
+        "no kill of {id} ran through ssh: {far:#?}"
+    );
     for (pid, ticks) in &planned {
         assert!(
             debugtop_e2e::procs::start_ticks(*pid) != Some(*ticks)

@@ -369,8 +369,6 @@ struct NextWord {
     port: bool,
     /// `-u` came before: hide the password of `user:password`.
     user: bool,
-    /// A quoted secret's words are still running (`--password "a b"`): hide them too.
-    quoted: bool,
 }
 
 impl NextWord {
