@@ -193,3 +193,84 @@ proptest::proptest! {
         }
     }
 }
+
+/// Sequences of messages the backend sends, as `Follower` makes them from snapshots edited step
+/// by step (the same edits as the property test, picked by a fixed xorshift so the file is
+/// reproducible), each with the snapshot the view must hold after it: the UI's `delta.ts`
+/// replays them (`ui/tests/delta.test.mjs`), so the window's rule is held to Rust's.
+fn delta_cases() -> serde_json::Value {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut sequences = Vec::new();
+    for base in [sample_snapshot(), host_snapshot()] {
+        let mut f = Follower::default();
+        let (mut messages, mut expected) = (Vec::new(), Vec::new());
+        let mut s = base;
+        for seq in 1..=10u64 {
+            if seq > 1 {
+                for _ in 0..=next() % 3 {
+                    edit(&mut s, (next() % 9) as u8, (next() % 10_000) as usize);
+                }
+                s.taken_at += chrono::Duration::seconds(1);
+            }
+            if seq == 6 {
+                f.resync(); // a dropped message: the view gets the whole snapshot again
+            }
+            if let Some(m) = f.next(&update(seq, s.clone())) {
+                messages.push(m);
+                expected.push(s.clone());
+            }
+        }
+        sequences.push(serde_json::json!({ "messages": messages, "expected": expected }));
+    }
+    sequences.push(changed_after_added());
+    serde_json::json!({ "sequences": sequences })
+}
+
+/// A process appears, then changes twice, then another appears: an upsert of a key the
+/// previous message added (the view's index must know it by then).
+fn changed_after_added() -> serde_json::Value {
+    let mut f = Follower::default();
+    let mut s = sample_snapshot();
+    let (mut messages, mut expected) = (Vec::new(), Vec::new());
+    for seq in 1..=5u64 {
+        match seq {
+            2 | 5 => {
+                let mut p = s.processes[0].clone();
+                Arc::make_mut(&mut p).pid = 100_000 + u32::try_from(seq).unwrap_or(0);
+                s.processes.push(p);
+            }
+            3 | 4 => {
+                if let Some(p) = s.processes.last_mut() {
+                    Arc::make_mut(p).rss_bytes += 4096;
+                }
+            }
+            _ => {}
+        }
+        s.taken_at += chrono::Duration::seconds(1);
+        if let Some(m) = f.next(&update(seq, s.clone())) {
+            messages.push(m);
+            expected.push(s.clone());
+        }
+    }
+    serde_json::json!({ "messages": messages, "expected": expected })
+}
+
+#[test]
+fn ui_delta_fixture_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../ui/tests/fixtures/delta-cases.json");
+    let now = serde_json::to_string(&delta_cases()).unwrap_or_default() + "\n";
+    if std::env::var_os("DEBUGTOP_WRITE_SCHEMA").is_some() {
+        std::fs::write(&path, &now).unwrap_or_default();
+    }
+    assert!(
+        std::fs::read_to_string(&path).unwrap_or_default() == now,
+        "ui/tests/fixtures/delta-cases.json is stale: run `DEBUGTOP_WRITE_SCHEMA=1 cargo test -p debugtop-core fixture`"
+    );
+}
