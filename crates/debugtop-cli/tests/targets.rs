@@ -352,6 +352,26 @@ async fn cmd_targets_that_speak_wrong_get_worded_errors() {
         f.status.detail
     );
 
+    // A line that would cost far more than its size once parsed (millions of empty strings,
+    // 24 bytes each in the model for 3 of text): refused before it is built.
+    let flood = format!(
+        r#"{CLI} --hello watch --json --count 1 | head -n 1; printf '{{"seq":1,"snapshot":{{"x":['; head -c 8000000 /dev/zero | tr '\0' '\n' | sed 's/^/"",/' | tr -d '\n'; printf '""]}}}}\n'; sleep 30"#
+    );
+    let f = first_failure(sh(&flood), Duration::from_secs(20)).await;
+    assert_eq!(
+        f.status.failure,
+        Some(TargetFailure::Garbage),
+        "{}",
+        f.status.detail
+    );
+    assert!(
+        f.status
+            .detail
+            .contains("JSON values (at most 6000000 are read)"),
+        "{}",
+        f.status.detail
+    );
+
     let f = first_failure(sh("sleep 30"), Duration::from_secs(1)).await;
     assert_eq!(f.status.failure, Some(TargetFailure::Stalled));
     assert!(

@@ -57,6 +57,19 @@ pub enum Error {
         /// The error.
         source: std::io::Error,
     },
+    /// A document from elsewhere holds more values than debugtop parses.
+    #[error(
+        "{what} holds {values} JSON values; at most {limit} are read (a snapshot of 5,000 \
+         processes holds well under a million): not parsed"
+    )]
+    TooManyValues {
+        /// What it is.
+        what: &'static str,
+        /// How many it holds.
+        values: u64,
+        /// The cap.
+        limit: u64,
+    },
     /// A snapshot file is too big to be one.
     #[error("{path} is {size} bytes; a snapshot is at most {limit} bytes: not read")]
     TooLarge {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::error::{Error, Result};
+use crate::model::budget::MAX_JSON_VALUES;
 use crate::model::{
     Environment, FactSource, Finding, FindingId, LogExcerpt, Proc, ServerInfo, ServerVersion,
     Snapshot, EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
@@ -116,9 +117,40 @@ fn shorten_http_session_ids(s: &mut Snapshot) {
     }
 }
 
-/// Reads a snapshot document back into the model.
+/// Reads a snapshot document back into the model: its values counted first (within
+/// [`MAX_JSON_VALUES`]), its schema tag read without building the document, then the model
+/// parsed straight from the text (never through a generic JSON tree, which costs several
+/// times the model).
 pub fn import(text: &str) -> Result<Snapshot> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Malformed {
+    crate::model::budget::within_budget(text.as_bytes()).map_err(|values| {
+        Error::TooManyValues {
+            what: "the snapshot",
+            values,
+            limit: MAX_JSON_VALUES,
+        }
+    })?;
+    let tag: SchemaTag = serde_json::from_str(text).map_err(|e| match e.classify() {
+        // Valid JSON, but not an object with a tag.
+        serde_json::error::Category::Data => Error::NotASnapshot,
+        _ => malformed(&e),
+    })?;
+    check_schema(&tag, text)?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| Error::WrongShape {
+        schema: SCHEMA,
+        path: e.path().to_string(),
+        detail: e.inner().to_string(),
+    })
+}
+
+/// The one field read before the document is parsed (every other is skipped unbuilt).
+#[derive(Deserialize)]
+struct SchemaTag {
+    schema: Option<serde_json::Value>,
+}
+
+fn malformed(e: &serde_json::Error) -> Error {
+    Error::Malformed {
         what: if e.is_eof() {
             "the snapshot is truncated"
         } else {
@@ -127,26 +159,22 @@ pub fn import(text: &str) -> Result<Snapshot> {
         line: e.line(),
         column: e.column(),
         detail: e.to_string(),
-    })?;
-    check_schema(&value)?;
-    serde_path_to_error::deserialize(value).map_err(|e| Error::WrongShape {
-        schema: SCHEMA,
-        path: e.path().to_string(),
-        detail: e.inner().to_string(),
-    })
+    }
 }
 
 /// Exactly `debugtop.snapshot/1` (a `/0` is not a `/1`).
-fn check_schema(value: &serde_json::Value) -> Result<()> {
-    let tag = value
-        .get("schema")
+fn check_schema(tag: &SchemaTag, text: &str) -> Result<()> {
+    let tag = tag
+        .schema
+        .as_ref()
         .and_then(|s| s.as_str())
         .ok_or(Error::NotASnapshot)?;
     if tag.starts_with("debugtop.fleet/") {
-        let targets = value
-            .get("targets")
-            .and_then(|t| t.as_array())
-            .map_or(0, Vec::len);
+        // Only to say how many targets it holds (the document is within the budget).
+        let targets = serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|v| v.get("targets")?.as_array().map(Vec::len))
+            .unwrap_or(0);
         return Err(Error::FleetFile { targets });
     }
     let major = tag
@@ -716,5 +744,76 @@ mod tests {
         s.redacted = false;
         enrich(&mut s, None);
         assert!(serde_json::to_string(&s).unwrap().contains(&id));
+    }
+}
+
+#[cfg(test)]
+mod measure {
+    //! `cargo test -p debugtop-core --release measure_import -- --ignored --nocapture`: the
+    //! peak memory of importing a large real-shaped snapshot, and of refusing a flood.
+    use super::*;
+    use crate::testing::sample_snapshot;
+
+    fn peak_rss_mb() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+            / 1024
+    }
+
+    #[test]
+    #[ignore = "a measurement: run it alone, it reads the process's peak memory"]
+    fn measure_import() {
+        let mut s = sample_snapshot();
+        let one = s.processes.clone();
+        while serde_json::to_string(&s).map_or(0, |j| j.len()) < 57 << 20 {
+            for _ in 0..200 {
+                s.processes.extend(one.iter().cloned());
+            }
+        }
+        let text = to_json(&s).unwrap_or_default();
+        let values = crate::model::budget::json_values(text.as_bytes());
+        let before = peak_rss_mb();
+        let t = std::time::Instant::now();
+        let back = serde_json::from_str::<Snapshot>(&text).map(|b| b.processes.len());
+        eprintln!(
+            "import of {} MB ({values} values): {:?} in {:.1} s, peak RSS {} -> {} MB",
+            text.len() >> 20,
+            back,
+            t.elapsed().as_secs_f64(),
+            before,
+            peak_rss_mb()
+        );
+        let flood = format!("[{}\"\"]", "\"\",".repeat(20 << 20));
+        let t = std::time::Instant::now();
+        let e = import(&flood).map(|_| ()).unwrap_err().to_string();
+        eprintln!(
+            "a {} MB flood of empty strings: {e} in {:.2} s",
+            flood.len() >> 20,
+            t.elapsed().as_secs_f64(),
+        );
+    }
+
+    #[test]
+    #[ignore = "a measurement: run it alone, it reads the process's peak memory"]
+    fn measure_import_worst() {
+        // The worst a document within the budget can do: every value an empty string, in a
+        // place the model keeps (one finding's evidence).
+        let mut worst = sample_snapshot();
+        let n = usize::try_from(crate::model::budget::MAX_JSON_VALUES).unwrap_or(0) - 2_000;
+        std::sync::Arc::make_mut(&mut worst.findings[0]).evidence = vec![String::new(); n];
+        let worst = to_json(&worst).unwrap_or_default();
+        let before = peak_rss_mb();
+        let t = std::time::Instant::now();
+        let ok = import(&worst).map(|w| w.findings[0].evidence.len());
+        eprintln!(
+            "{} MB of empty strings within the budget: {ok:?} in {:.1} s, peak RSS {before} -> {} MB",
+            worst.len() >> 20,
+            t.elapsed().as_secs_f64(),
+            peak_rss_mb()
+        );
     }
 }

@@ -28,6 +28,25 @@ pub const KILL_DEADLINE: Duration = Duration::from_secs(180);
 /// The schema tag of a fleet incident file.
 pub const FLEET_SCHEMA: &str = "debugtop.fleet/1";
 
+/// `a`'s body as a `T`, parsed within the memory budget of a document from elsewhere.
+fn parse_answer<T: serde::de::DeserializeOwned>(
+    target: &Target,
+    what: &str,
+    a: &Answer,
+) -> Result<T> {
+    if let Err(values) = crate::model::budget::within_budget(a.body.as_bytes()) {
+        return Err(Error::Target {
+            target: target.to_string(),
+            failure: TargetFailure::Garbage,
+            detail: format!(
+                "its {what} holds {values} JSON values; at most {} are read: not parsed",
+                crate::model::budget::MAX_JSON_VALUES
+            ),
+        });
+    }
+    serde_json::from_str(&a.body).map_err(|e| answer_error(target, what, a, &e))
+}
+
 fn answer_error(target: &Target, what: &str, a: &Answer, e: &serde_json::Error) -> Error {
     let said = if a.stderr.is_empty() {
         String::new()
@@ -74,8 +93,7 @@ async fn audit_remote(
             detail: format!("its audit could not run: {}", a.stderr),
         });
     }
-    let result: AuditResult =
-        serde_json::from_str(&a.body).map_err(|e| answer_error(target, "audit", &a, &e))?;
+    let result: AuditResult = parse_answer(target, "audit", &a)?;
     Ok((a.hello, result))
 }
 
@@ -165,8 +183,7 @@ pub async fn kill_remote(
         args.extend(["--only".to_owned(), only.join(",")]);
     }
     let a = run_once(target, &args, KILL_DEADLINE, engines).await?;
-    let answer: KillAnswer =
-        serde_json::from_str(&a.body).map_err(|e| answer_error(target, "kill answer", &a, &e))?;
+    let answer: KillAnswer = parse_answer(target, "kill answer", &a)?;
     Ok((a.hello, answer))
 }
 

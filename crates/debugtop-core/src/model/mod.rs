@@ -6,6 +6,7 @@
 //! their one wording (`Display`); nothing here touches the OS, and nothing here imports
 //! another module of the crate.
 
+pub mod budget;
 mod delta;
 mod facts;
 mod finding;
@@ -39,7 +40,7 @@ pub use kill::{
 pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
 pub use observation::{
     Endpoints, Exit, HealthCheck, LiveTable, LogsRead, Observation, RemoteObservation, SelfInfo,
-    ServerObservation, SessionLogs,
+    ServerObservation, SessionLogs, MAX_PROXY_LOGS, MAX_RUNS_PER_SESSION,
 };
 pub use process::{
     EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,

@@ -101,7 +101,20 @@ pub struct LogsRead {
     pub server_lines: u64,
     /// Errors of this tick, in words.
     pub errors: Vec<String>,
+    /// Proxy logs found but not followed, past the caps (the oldest runs of a session, the
+    /// least recent sessions of a server): a session's folder is written by the server's user,
+    /// and a hundred thousand `run-*` folders must not cost every tick.
+    #[serde(default)]
+    pub not_followed: u32,
 }
+
+/// The most runs (`run-<ms>` folders) of one session whose logs are followed, newest first: a
+/// session restarted many times has one live run, and the rest is history.
+pub const MAX_RUNS_PER_SESSION: usize = 8;
+
+/// The most proxy logs (with their DAP traces, twice as many files) followed for one server:
+/// the sessions with live processes first, then those its log has open.
+pub const MAX_PROXY_LOGS: usize = 1024;
 
 /// A server given by URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

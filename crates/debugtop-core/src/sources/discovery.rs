@@ -92,20 +92,33 @@ impl ServerFiles {
         out
     }
 
-    /// The proxy logs of one debug session (`sessions/<id>/run-*/proxy-<id>.log`).
-    pub fn proxy_logs(&self, session_id: &str) -> Vec<PathBuf> {
+    /// The proxy logs of one debug session (`sessions/<id>/run-*/proxy-<id>.log`), oldest
+    /// run first, at most the newest [`MAX_RUNS_PER_SESSION`]; and how many runs were left.
+    /// The folder is the server's user's: only names are listed, and only the runs kept are
+    /// looked at.
+    pub fn proxy_logs(&self, session_id: &str) -> (Vec<PathBuf>, u32) {
+        use crate::model::MAX_RUNS_PER_SESSION;
         let dir = self.sessions_dir.join(session_id);
         let Ok(rd) = std::fs::read_dir(&dir) else {
-            return Vec::new();
+            return (Vec::new(), 0);
         };
-        let mut out: Vec<PathBuf> = rd
+        let mut runs: Vec<(u64, std::ffi::OsString)> = rd
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("run-"))
-            .map(|e| e.path().join(format!("proxy-{session_id}.log")))
+            .map(|e| e.file_name())
+            .filter_map(|n| {
+                let ms = n.to_str()?.strip_prefix("run-")?;
+                Some((ms.parse().unwrap_or(0), n))
+            })
+            .collect();
+        runs.sort();
+        let left = runs.len().saturating_sub(MAX_RUNS_PER_SESSION);
+        let out = runs
+            .split_off(left)
+            .into_iter()
+            .map(|(_, n)| dir.join(n).join(format!("proxy-{session_id}.log")))
             .filter(|p| p.exists())
             .collect();
-        out.sort();
-        out
+        (out, u32::try_from(left).unwrap_or(u32::MAX))
     }
 }
 

@@ -12,7 +12,9 @@ use chrono::{DateTime, Duration as ChronoDuration, Utc};
 
 use super::discovery::ServerFiles;
 use super::logs::LogTail;
-use crate::model::{LogEvent, LogEventKind, LogOrigin, LogsRead, SessionLogs, TailStats};
+use crate::model::{
+    LogEvent, LogEventKind, LogOrigin, LogsRead, SessionLogs, TailStats, MAX_PROXY_LOGS,
+};
 
 /// How often a session's run dirs are listed again for new proxy logs.
 pub const PROXY_RELIST: Duration = Duration::from_secs(5);
@@ -34,6 +36,8 @@ pub struct ServerLogs {
     proxy_listed: BTreeMap<String, Instant>,
     /// Sessions the server's own log created and has not closed.
     open: BTreeSet<String>,
+    /// Proxy logs past the caps at the last listing, by session.
+    not_followed: BTreeMap<String, u32>,
     /// The server's user: its logs must belong to it.
     owner: Option<u32>,
 }
@@ -47,6 +51,7 @@ impl ServerLogs {
             tails: BTreeMap::new(),
             proxy_listed: BTreeMap::new(),
             open: BTreeSet::new(),
+            not_followed: BTreeMap::new(),
             owner,
         }
     }
@@ -86,7 +91,7 @@ impl ServerLogs {
     /// The proxy logs to tail: those already found, plus new run dirs of sessions due for a
     /// listing.
     fn proxy_files(&mut self, live: &BTreeSet<String>, now: Instant) -> Vec<PathBuf> {
-        let sessions: BTreeSet<String> = live.iter().chain(self.open.iter()).cloned().collect();
+        let sessions = followed_sessions(live, &self.open);
         let mut out = Vec::new();
         for sid in &sessions {
             let due = self
@@ -95,7 +100,9 @@ impl ServerLogs {
                 .is_none_or(|t| now.duration_since(*t) >= PROXY_RELIST);
             if due {
                 self.proxy_listed.insert(sid.clone(), now);
-                for log in self.files.proxy_logs(sid) {
+                let (logs, left) = self.files.proxy_logs(sid);
+                self.not_followed.insert(sid.clone(), left);
+                for log in logs {
                     // The DAP trace sits beside the worker's log.
                     out.push(log.with_file_name(format!("dap-trace-{sid}.ndjson")));
                     out.push(log);
@@ -117,6 +124,15 @@ impl ServerLogs {
             }
         }
         self.proxy_listed.retain(|sid, _| sessions.contains(sid));
+        self.not_followed.retain(|sid, _| sessions.contains(sid));
+        let past = out.len().saturating_sub(2 * MAX_PROXY_LOGS);
+        if past > 0 {
+            out.truncate(2 * MAX_PROXY_LOGS);
+            self.not_followed
+                .insert(String::new(), u32::try_from(past / 2).unwrap_or(u32::MAX));
+        } else {
+            self.not_followed.remove("");
+        }
         // Proxy tails of sessions no longer followed are dropped (their files stay on disk).
         let keep: BTreeSet<&PathBuf> = out.iter().collect();
         self.tails
@@ -188,6 +204,62 @@ impl ServerLogs {
             stats,
             server_lines,
             errors,
+            not_followed: self
+                .not_followed
+                .values()
+                .fold(0u32, |a, n| a.saturating_add(*n)),
         }
+    }
+}
+
+/// The sessions whose proxy logs are followed: those with live processes first (what runs
+/// now), then those the server's log has open, the most recent ids last within each.
+fn followed_sessions(live: &BTreeSet<String>, open: &BTreeSet<String>) -> Vec<String> {
+    let mut out: Vec<String> = live.iter().cloned().collect();
+    out.extend(open.iter().filter(|s| !live.contains(*s)).cloned());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regression_a_hundred_runs_of_one_session_follow_only_the_newest_and_say_so() {
+        let d = tempfile::tempdir().expect("dir");
+        let sid = "many-runs";
+        for ms in 1..=100u64 {
+            let run = d.path().join(format!("sessions/{sid}/run-{ms}"));
+            std::fs::create_dir_all(&run).expect("mkdir");
+            std::fs::write(run.join(format!("proxy-{sid}.log")), format!("run {ms}\n"))
+                .expect("write");
+        }
+        let files = ServerFiles {
+            cli_log: None,
+            log_file: None,
+            sessions_dir: d.path().join("sessions"),
+        };
+        let uid = std::fs::metadata(d.path()).map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        let mut logs = ServerLogs::new(Utc::now(), files, uid.ok());
+        let live: BTreeSet<String> = [sid.to_owned()].into();
+        let (_, read) = logs.poll(&live, Instant::now());
+        assert_eq!(read.not_followed, 92, "{read:?}");
+        let followed: Vec<String> = logs
+            .tails
+            .keys()
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .filter_map(|p| Some(p.parent()?.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        let mut want: Vec<String> = (93..=100).map(|n| format!("run-{n}")).collect();
+        want.sort();
+        let mut got = followed;
+        got.sort();
+        assert_eq!(got, want, "the newest eight runs, by number");
+        // Near miss: a session with a few runs follows every one and says nothing.
+        let (few, left) = logs.files.proxy_logs("absent");
+        assert!(few.is_empty() && left == 0);
     }
 }

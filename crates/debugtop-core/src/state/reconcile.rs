@@ -782,11 +782,19 @@ fn server_sources(pid: u32, seen: Option<&ServerObservation>) -> Vec<SourceStatu
                 Some(pid),
                 SourceState::Ok,
                 format!(
-                    "{} files tailed, {} events, {} lines skipped, {} restarts (a file truncated or replaced)",
+                    "{} files tailed, {} events, {} lines skipped, {} restarts (a file truncated or replaced){}",
                     l.files,
                     l.stats.events,
                     l.stats.skipped + l.stats.oversized,
-                    l.stats.restarts
+                    l.stats.restarts,
+                    match l.not_followed {
+                        0 => String::new(),
+                        n => format!(
+                            "; {n} older proxy logs not followed (at most {} runs a session, {} sessions a server)",
+                            crate::model::MAX_RUNS_PER_SESSION,
+                            crate::model::MAX_PROXY_LOGS
+                        ),
+                    }
                 ),
             )
         } else {

@@ -57,6 +57,9 @@ fn engine_said(target: &Target, line: &[u8]) -> Option<Error> {
     (failure != TargetFailure::Lost).then(|| fail(target, failure, detail))
 }
 
+/// The longest first line read as a hello.
+const MAX_HELLO: usize = 64 << 10;
+
 /// Checks the first line a target printed: a hello of this stream version.
 pub fn check_hello(target: &Target, line: &[u8]) -> Result<Hello> {
     let shown = super::command::tidy(&String::from_utf8_lossy(line), 120);
@@ -70,6 +73,10 @@ pub fn check_hello(target: &Target, line: &[u8]) -> Result<Hello> {
             ),
         )
     };
+    // A hello is a few hundred bytes: a longer first line is not one (and is not built).
+    if line.len() > MAX_HELLO {
+        return Err(garbage());
+    }
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(line) else {
         return Err(engine_said(target, line).unwrap_or_else(garbage));
     };

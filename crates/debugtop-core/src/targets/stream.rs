@@ -387,6 +387,16 @@ async fn updates(config: &StreamConfig, pubr: &Publisher, lines: &mut Lines) -> 
             Ok(Line::Text(l)) => l,
         };
         silent = Duration::ZERO;
+        if let Err(values) = crate::model::budget::within_budget(&line) {
+            return Outcome::Failed(
+                TargetFailure::Garbage,
+                format!(
+                    "it sent a line of {values} JSON values (at most {} are read): not debugtop's stream",
+                    crate::model::budget::MAX_JSON_VALUES
+                ),
+                delivered,
+            );
+        }
         match serde_json::from_slice::<Update>(&line) {
             Ok(u) => {
                 delivered = true;
