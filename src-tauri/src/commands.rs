@@ -119,8 +119,55 @@ pub async fn add_target(state: AppStateRef<'_>, text: String) -> Result<Settings
     if !s.targets.contains(&target) {
         s.targets.push(target.clone());
     }
+    if !confirmed(&state, &mut s, &target).await? {
+        return Err(AppError::Declined(format!(
+            "{target} was not added: you did not let its command run"
+        )));
+    }
     s.target = target;
     save_settings(&state, s).await
+}
+
+/// Whether `target`'s command may run: already confirmed, or confirmed now by the person in
+/// the backend's own dialog, which names the exact command (recorded in `s`).
+async fn confirmed(
+    state: &Arc<AppState>,
+    s: &mut Settings,
+    target: &Target,
+) -> Result<bool, AppError> {
+    if s.is_confirmed(target) {
+        return Ok(true);
+    }
+    let config = debugtop_core::targets::StreamConfig {
+        interval: std::time::Duration::from_millis(s.interval_ms),
+        engines: state.engines(),
+        ..debugtop_core::targets::StreamConfig::default()
+    };
+    let command = debugtop_core::targets::stream_command(target, &config)
+        .unwrap_or_else(|| target.to_string());
+    let dialogs = Arc::clone(&state.picker);
+    let shown = target.to_string();
+    let yes = tokio::task::spawn_blocking(move || dialogs.confirm_command(&shown, &command))
+        .await
+        .map_err(|e| AppError::Task(e.to_string()))?;
+    if yes {
+        s.confirmed.push(target.clone());
+    }
+    Ok(yes)
+}
+
+/// The targets of `wanted` a person lets run (each new one asked in the backend's dialog);
+/// the confirmations are the backend's own, whatever the window sent.
+async fn confirm_all(state: &Arc<AppState>, mut wanted: Settings) -> Result<Settings, AppError> {
+    wanted.confirmed = state.settings().confirmed;
+    let mut kept = Vec::new();
+    for t in std::mem::take(&mut wanted.targets) {
+        if confirmed(state, &mut wanted, &t).await? {
+            kept.push(t);
+        }
+    }
+    wanted.targets = kept;
+    Ok(wanted)
 }
 
 /// Forgets a remote target and stops its stream (the command is killed).
@@ -141,6 +188,13 @@ pub async fn select_target(state: AppStateRef<'_>, target: Target) -> Result<Set
     if !target.is_local() && !s.targets.contains(&target) {
         return Err(AppError::NotFound(format!(
             "{target} is not a known target: add it first"
+        )));
+    }
+    // A target remembered from before confirmations (or written into the file by hand) is
+    // asked about when it is first shown.
+    if !confirmed(&state, &mut s, &target).await? {
+        return Err(AppError::Declined(format!(
+            "{target} is not started: you did not let its command run"
         )));
     }
     s.target = target;
@@ -472,6 +526,7 @@ pub async fn set_settings(
     state: AppStateRef<'_>,
     settings: Settings,
 ) -> Result<Settings, AppError> {
+    let settings = confirm_all(&state, settings).await?;
     let s = persist(&state, settings).await?;
     state.start_sampler()?;
     state.sync_targets();

@@ -19,6 +19,9 @@ pub enum AppError {
     /// Nothing to act on.
     #[error("{0}")]
     NotFound(String),
+    /// The person declined to let a target's command run.
+    #[error("{0}")]
+    Declined(String),
     /// A background task died.
     #[error("a background task failed: {0}")]
     Task(String),

@@ -17,7 +17,7 @@ use tauri::{Builder, Manager, Runtime};
 pub use commands::plan;
 pub use error::AppError;
 pub use settings::Settings;
-pub use state::{AppState, FilePicker, Notifier};
+pub use state::{AppState, Dialogs, Notifier};
 
 struct DesktopNotifier<R: Runtime>(tauri::AppHandle<R>);
 
@@ -38,10 +38,10 @@ impl<R: Runtime> Notifier for DesktopNotifier<R> {
     }
 }
 
-/// Native save and open dialogs (opened from Rust: the webview holds no dialog permission).
-struct DialogPicker<R: Runtime>(tauri::AppHandle<R>);
+/// Native dialogs (opened from Rust: the webview holds no dialog permission).
+struct NativeDialogs<R: Runtime>(tauri::AppHandle<R>);
 
-impl<R: Runtime> FilePicker for DialogPicker<R> {
+impl<R: Runtime> Dialogs for NativeDialogs<R> {
     fn save(&self, what: &str, ext: &str, default_name: String) -> Option<PathBuf> {
         use tauri_plugin_dialog::DialogExt;
         self.0
@@ -61,6 +61,23 @@ impl<R: Runtime> FilePicker for DialogPicker<R> {
             .add_filter("debugtop snapshot", &["json"])
             .blocking_pick_file()
             .and_then(|p| p.into_path().ok())
+    }
+
+    fn confirm_command(&self, target: &str, command: &str) -> bool {
+        use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+        self.0
+            .dialog()
+            .message(format!(
+                "To show {target}, debugtop runs this command as you, now and every time it \
+                 starts:\n\n{command}\n\nRun it only if you typed this target yourself."
+            ))
+            .title("Run a command for a remote target?")
+            .kind(MessageDialogKind::Warning)
+            .buttons(MessageDialogButtons::OkCancelCustom(
+                "Run it".into(),
+                "Cancel".into(),
+            ))
+            .blocking_show()
     }
 }
 
@@ -146,7 +163,7 @@ pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<Arc<AppState>, A
     ) {
         eprintln!("debugtop: the demo button is unavailable: {e}");
     }
-    let picker: Arc<dyn FilePicker> = Arc::new(DialogPicker(app.clone()));
+    let picker: Arc<dyn Dialogs> = Arc::new(NativeDialogs(app.clone()));
     install_in(app, config_dir(app), picker)
 }
 
@@ -155,7 +172,7 @@ pub fn install<R: Runtime>(app: &tauri::AppHandle<R>) -> Result<Arc<AppState>, A
 pub fn install_in<R: Runtime>(
     app: &tauri::AppHandle<R>,
     dir: PathBuf,
-    picker: Arc<dyn FilePicker>,
+    picker: Arc<dyn Dialogs>,
 ) -> Result<Arc<AppState>, AppError> {
     let notifier: Arc<dyn Notifier> = Arc::new(DesktopNotifier(app.clone()));
     let state = Arc::new(AppState::new(settings::path_in(dir), notifier, picker));

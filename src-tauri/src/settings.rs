@@ -28,6 +28,10 @@ pub struct Settings {
     pub targets: Vec<Target>,
     /// The target whose tree is shown (`local`, or one of `targets`).
     pub target: Target,
+    /// The targets whose command a person let run, in the backend's own dialog: only these
+    /// are ever run. Never taken from the window (`set_settings` keeps the backend's list).
+    #[serde(default)]
+    pub confirmed: Vec<Target>,
 }
 
 /// The most remote targets kept.
@@ -43,6 +47,7 @@ impl Default for Settings {
             notify_critical: true,
             targets: Vec::new(),
             target: Target::Local,
+            confirmed: Vec::new(),
         }
     }
 }
@@ -72,7 +77,15 @@ impl Settings {
         if !self.target.is_local() && !self.targets.contains(&self.target) {
             self.target = Target::Local;
         }
+        // A target removed is forgotten: added again, it is asked again.
+        let targets = &self.targets;
+        self.confirmed.retain(|t| targets.contains(t));
         self
+    }
+
+    /// Whether a person let `t`'s command run.
+    pub fn is_confirmed(&self, t: &Target) -> bool {
+        t.is_local() || self.confirmed.contains(t)
     }
 
     /// The audit these settings ask for (the same mapping the CLI's flags go through).
@@ -139,6 +152,7 @@ mod tests {
                 "ssh:box".parse().unwrap(),
             ],
             target: "docker:gone".parse().unwrap(),
+            confirmed: vec!["ssh:box".parse().unwrap(), "docker:gone".parse().unwrap()],
         };
         s.clone().clamped().save(&p).unwrap();
         let back = Settings::load(&p);
@@ -151,6 +165,11 @@ mod tests {
         );
         assert_eq!(back.extra_servers, ["http://127.0.0.1:3001"]);
         assert_eq!(back.targets, ["ssh:box".parse::<Target>().unwrap()]);
+        assert_eq!(
+            back.confirmed,
+            ["ssh:box".parse::<Target>().unwrap()],
+            "a confirmation of a target no longer listed is forgotten"
+        );
         assert_eq!(
             back.target,
             Target::Local,

@@ -25,12 +25,17 @@ pub trait Notifier: Send + Sync + 'static {
     fn notify(&self, title: &str, body: &str);
 }
 
-/// Where files are saved and opened: native dialogs in the app, fixed paths in tests.
-pub trait FilePicker: Send + Sync + 'static {
+/// What a person is asked in the backend's own dialogs — where files are saved and opened,
+/// and whether a command may run: native dialogs in the app, fixed answers in tests. The
+/// webview never opens one, so nothing it sends can answer for the person.
+pub trait Dialogs: Send + Sync + 'static {
     /// A path to save `default_name` as a file of type `ext` (`None`: cancelled). Blocking.
     fn save(&self, what: &str, ext: &str, default_name: String) -> Option<PathBuf>;
     /// A snapshot file to open (`None`: cancelled). Blocking.
     fn open(&self) -> Option<PathBuf>;
+    /// Whether the person lets debugtop run `command` (a target's), now and at every launch.
+    /// Blocking.
+    fn confirm_command(&self, target: &str, command: &str) -> bool;
 }
 
 /// Bytes and messages sent to the UI over the update channel (shown in the status bar and
@@ -105,7 +110,7 @@ pub struct AppState {
     pub target_subscriber: Mutex<Option<JoinHandle<()>>>,
     notifier: Arc<dyn Notifier>,
     /// Save and open dialogs.
-    pub picker: Arc<dyn FilePicker>,
+    pub picker: Arc<dyn Dialogs>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -121,7 +126,7 @@ impl AppState {
     pub fn new(
         settings_path: PathBuf,
         notifier: Arc<dyn Notifier>,
-        picker: Arc<dyn FilePicker>,
+        picker: Arc<dyn Dialogs>,
     ) -> Self {
         let settings = Settings::load(&settings_path);
         Self {
@@ -264,7 +269,13 @@ impl AppState {
     /// which kills their commands, and restarting those whose interval changed).
     pub fn sync_targets(self: &Arc<Self>) {
         let settings = self.settings();
-        let wanted = settings.targets;
+        // Only what a person let run is run; the rest waits for a confirmation.
+        let wanted: Vec<Target> = settings
+            .targets
+            .iter()
+            .filter(|t| settings.is_confirmed(t))
+            .cloned()
+            .collect();
         let rt = tauri::async_runtime::handle();
         let _entered = rt.inner().enter();
         if let Ok(mut remotes) = self.remotes.lock() {
@@ -373,6 +384,13 @@ impl AppState {
         if let Ok(r) = self.remotes.lock() {
             all.extend(r.iter().map(|x| x.feed.feed.borrow().status.clone()));
         }
+        let s = self.settings();
+        all.extend(
+            s.targets
+                .iter()
+                .filter(|t| !s.is_confirmed(t))
+                .map(unconfirmed_status),
+        );
         self.statuses.send_replace(all);
     }
 
@@ -391,5 +409,20 @@ impl AppState {
     /// Whether live updates are paused.
     pub fn is_paused(&self) -> bool {
         self.paused.load(Ordering::Relaxed)
+    }
+}
+
+/// A remembered target nobody has let run yet: listed, not started.
+fn unconfirmed_status(t: &Target) -> TargetStatus {
+    TargetStatus {
+        target: t.clone(),
+        state: TargetState::Failed,
+        failure: Some(debugtop_core::model::TargetFailure::Unconfirmed),
+        detail: "not started: select it to see the command it runs and confirm it".to_owned(),
+        hello: None,
+        last_update_at: None,
+        since: chrono::Utc::now(),
+        attempts: 0,
+        retry_at: None,
     }
 }

@@ -182,6 +182,8 @@ pub enum TargetFailure {
     Stalled,
     /// The connection ended.
     Lost,
+    /// Not started: nobody has confirmed, in the app's own dialog, running its command.
+    Unconfirmed,
 }
 
 /// Shorthand used across the crate.

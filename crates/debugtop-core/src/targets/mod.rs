@@ -16,7 +16,7 @@ pub use command::{
 };
 pub use hello::{check_hello, hello_line, local_hello};
 pub use once::{run_once, Answer};
-pub use stream::{spawn_stream, Feed, StreamConfig, TargetFeed};
+pub use stream::{spawn_stream, stream_command, Feed, StreamConfig, TargetFeed};
 
 /// The longest line a far side may send (a snapshot of a very busy machine is a few MiB).
 pub const MAX_LINE: u64 = 64 << 20;

@@ -195,6 +195,17 @@ async fn run(target: Target, config: StreamConfig, pubr: Publisher) {
     }
 }
 
+/// The command a stream of `target` runs here, as a person should read it before it runs
+/// (shell-quoted; its far-side words included): what the app's confirmation names.
+pub fn stream_command(target: &Target, config: &StreamConfig) -> Option<String> {
+    let inv = super::command::invocation(target, &watch_args(config), &config.engines)?;
+    let words = std::iter::once(inv.program.as_str()).chain(inv.args.iter().map(String::as_str));
+    Some(
+        shlex::try_join(words)
+            .unwrap_or_else(|_| format!("{} {}", inv.program, inv.args.join(" "))),
+    )
+}
+
 fn watch_args(config: &StreamConfig) -> Vec<String> {
     let mut args: Vec<String> = ["--hello", "watch", "--json", "--interval"]
         .map(String::from)

@@ -32,4 +32,9 @@ targets: Array<string>,
 /**
  * The target whose tree is shown (`local`, or one of `targets`).
  */
-target: string, };
+target: string, 
+/**
+ * The targets whose command a person let run, in the backend's own dialog: only these
+ * are ever run. Never taken from the window (`set_settings` keeps the backend's list).
+ */
+confirmed: Array<string>, };

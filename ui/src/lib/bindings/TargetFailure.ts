@@ -4,4 +4,4 @@
  * Why a target failed, as a kind (the detail has the words). Part of the model (re-exported
  * there); kept here so the error can carry it without the error layer importing the model.
  */
-export type TargetFailure = "no-engine" | "not-installed" | "auth" | "unreachable" | "incompatible" | "garbage" | "stalled" | "lost";
+export type TargetFailure = "no-engine" | "not-installed" | "auth" | "unreachable" | "incompatible" | "garbage" | "stalled" | "lost" | "unconfirmed";
