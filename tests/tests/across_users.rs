@@ -64,3 +64,34 @@ async fn an_export_never_excerpts_root_only_lines_through_a_swapped_log_folder()
     assert!(!debugtop_core::report::markdown::render(&swapped).contains("rootonly"));
     drop(fake);
 }
+
+/// The near miss: the real worker's own log, in the real server's log folder, is excerpted in
+/// an export of its finding (the seed bug's stand-in: the real `proxy-bootstrap.js` under a
+/// live server that never created its session).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_servers_own_logs_are_still_excerpted() {
+    use debugtop_core::model::FindingKind;
+    let server = debugtop_e2e::mcp::Server::start(60_000);
+    let (_harness, worker, _session) =
+        debugtop_e2e::mcp::seed_bug_stand_in(server.pid(), server.dir.path());
+    let mut engine = debugtop_e2e::engine(700);
+    let snap = tick_until(
+        &mut engine,
+        60,
+        Duration::from_millis(500),
+        "the stand-in's leaked-worker",
+        |u| {
+            debugtop_e2e::finding_of(u, FindingKind::LeakedWorker, worker)
+                .map(|f| (f.id, u.snapshot.clone()))
+        },
+    )
+    .await;
+    let (id, mut snap) = snap;
+    export::enrich(&mut snap, None);
+    let x = snap
+        .log_excerpts
+        .iter()
+        .find(|x| x.finding_id.as_ref() == Some(&id))
+        .unwrap_or_else(|| panic!("no excerpt for {id}: {:#?}", snap.log_excerpts));
+    assert!(x.file.ends_with(".log") && !x.lines.is_empty(), "{x:#?}");
+}

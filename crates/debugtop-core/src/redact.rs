@@ -822,19 +822,40 @@ mod prop_tests {
         }
     }
 
+    /// The planted text and the secret as it stands in it: `SHAPES`, then keys known by their
+    /// shape alone (an AWS access key id, an AWS secret key), made from the secret.
+    fn plant(shape: usize, secret: &str) -> (String, String) {
+        match shape.checked_sub(SHAPES.len()) {
+            None => (SHAPES[shape].replace("SECRET", secret), secret.to_owned()),
+            Some(0) => {
+                let id: String = secret
+                    .to_ascii_uppercase()
+                    .chars()
+                    .chain(std::iter::repeat('7'))
+                    .take(16)
+                    .collect();
+                (format!("key AKIA{id}"), id)
+            }
+            _ => {
+                let key: String = format!("{secret}/a9B+").chars().cycle().take(40).collect();
+                (format!("aws_secret {key}"), key)
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(48))]
         #[test]
         fn no_planted_secret_survives_either_export(
             secret in "Zq[A-Za-z0-9]{10,18}",
-            shape in 0..SHAPES.len(),
+            shape in 0..SHAPES.len() + 2,
             which in 0..2usize,
         ) {
             let base = if which == 0 { sample_snapshot() } else { host_snapshot() };
             let mut v = serde_json::to_value(&base).unwrap();
             let leaves = free_text_leaves(&v);
             prop_assert!(leaves.len() > 50, "only {} free-text leaves", leaves.len());
-            let planted = SHAPES[shape].replace("SECRET", &secret);
+            let (planted, secret) = plant(shape, &secret);
             for p in &leaves {
                 if let Some(Value::String(x)) = v.pointer_mut(p) {
                     *x = format!("{x} {planted}");
