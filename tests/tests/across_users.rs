@@ -72,8 +72,11 @@ async fn an_export_never_excerpts_root_only_lines_through_a_swapped_log_folder()
 async fn a_real_servers_own_logs_are_still_excerpted() {
     use debugtop_core::model::FindingKind;
     let server = debugtop_e2e::mcp::Server::start(60_000);
-    let (_harness, worker, _session) =
+    let (harness, worker, _session) =
         debugtop_e2e::mcp::seed_bug_stand_in(server.pid(), server.dir.path());
+    // The worker and its detached adapter are the harness's descendants, not the server's:
+    // ended by identity before the harness is (declared after it, dropped before it).
+    let _chain = debugtop_e2e::TreeGuard::new(harness.pid);
     let mut engine = debugtop_e2e::engine(700);
     let snap = tick_until(
         &mut engine,
