@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path};
 
-use rustix::fs::{Mode, OFlags, ResolveFlags, CWD};
+use rustix::fs::{Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 const READ_FLAGS: OFlags = OFlags::RDONLY
@@ -20,21 +20,36 @@ const READ_FLAGS: OFlags = OFlags::RDONLY
 
 /// Opens a path that came from another process, following no symbolic link in any of its
 /// components (`openat2` with `RESOLVE_NO_SYMLINKS`; where the kernel or a seccomp filter
-/// lacks it, the same by a walk of `O_NOFOLLOW` opens, one component at a time). A folder
-/// swapped for a link to `/etc` between two reads is refused (`ELOOP`), not followed. The
-/// caller checks that what opened is a regular file before reading ([`open_owned`] does).
+/// lacks it, and on other systems, the same by a walk of `O_NOFOLLOW` opens, one component at a
+/// time). A folder swapped for a link to `/etc` between two reads is refused (`ELOOP`), not
+/// followed. The caller checks that what opened is a regular file before reading
+/// ([`open_owned`] does).
 pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
-    let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    match rustix::fs::openat2(CWD, path, READ_FLAGS, Mode::empty(), resolve) {
-        Err(Errno::NOSYS | Errno::PERM) => walk(path),
-        r => Ok(File::from(r?)),
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        match rustix::fs::openat2(CWD, path, READ_FLAGS, Mode::empty(), resolve) {
+            Err(Errno::NOSYS | Errno::PERM) => walk(path),
+            r => Ok(File::from(r?)),
+        }
     }
+    #[cfg(not(target_os = "linux"))]
+    walk(path)
 }
 
-/// [`open_untrusted`] without `openat2`: each folder opened `O_PATH | O_NOFOLLOW` from the
-/// last, so no component can be a link.
+/// How a folder on the way is opened: only to look up the next name.
+#[cfg(target_os = "linux")]
+pub(crate) const DIR_FLAGS: OFlags = OFlags::PATH.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
+#[cfg(not(target_os = "linux"))]
+pub(crate) const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::CLOEXEC);
+
+/// [`open_untrusted`] without `openat2`: each folder opened `O_NOFOLLOW` from the last, so no
+/// component can be a link.
 fn walk(path: &Path) -> std::io::Result<File> {
-    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir_flags = DIR_FLAGS | OFlags::NOFOLLOW;
     let mut parts: Vec<Component<'_>> = path.components().collect();
     let Some(Component::Normal(last)) = parts.pop() else {
         return Err(Errno::INVAL.into());

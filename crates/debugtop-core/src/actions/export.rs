@@ -230,7 +230,7 @@ pub fn import_file(path: &Path) -> Result<Snapshot> {
 /// `path` is refused, never replaced (`--out /dev/null` must not turn the machine's
 /// `/dev/null` into a file).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use rustix::fs::{Mode, OFlags};
+    use rustix::fs::Mode;
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -238,11 +238,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("the path names no file"))?;
-    let dir = rustix::fs::open(
-        dir,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+    let dir = rustix::fs::open(dir, crate::safe_fs::DIR_FLAGS, Mode::empty())?;
     refuse_special(&dir, name)?;
     let (tmp, file) = create_temporary(&dir, &name.to_string_lossy())?;
     let result = (|| {
