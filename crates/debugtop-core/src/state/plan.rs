@@ -260,6 +260,15 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Why the table does not tie `pid` to `subject` as a plan for `subject`'s finding would
+    /// need it (`None`: tied) — for a rule to tell a claim from a fact before it plans.
+    pub fn untied(&self, subject: &Proc, pid: u32) -> Option<String> {
+        match self.idx.proc(pid) {
+            Some(q) => untied(&self.idx, subject, q),
+            None => Some("it is not in the process table".to_owned()),
+        }
+    }
+
     /// Plans the end of `pids`, as a person asked for them.
     pub fn plan(&self, pids: &[u32], opts: PlanOptions) -> KillPlan {
         self.plan_traced(pids, None, opts, None)

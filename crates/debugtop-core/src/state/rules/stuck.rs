@@ -7,8 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::{secs, Candidate, Ctx};
 use crate::model::{
-    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, PendingRequest, Proc,
-    ProcState, Role, SessionProgress, SessionState, Severity, Stage, StageMark,
+    short, DebugSession, Finding, FindingId, FindingKind, KillPlan, PendingRequest, ProcState,
+    SessionProgress, SessionState, Severity, Stage, StageMark,
 };
 
 /// When a session counts as stuck.
@@ -115,21 +115,16 @@ fn adapter_claim(ctx: &Ctx<'_>, d: &DebugSession) -> AdapterClaim {
         return AdapterClaim::None;
     };
     let worker = d.worker_pid.and_then(|w| ctx.world.proc(w));
-    let under = |w: &Proc| {
-        let mut cur = a.ppid;
-        (0..64).any(|_| {
-            let hit = cur == w.pid;
-            cur = ctx.world.proc(cur).map_or(0, |p| p.ppid);
-            hit
-        })
+    // The planner's own test of what the table ties to a subject: the same rule a plan obeys.
+    let why = match worker {
+        Some(w) => ctx.planner.untied(w, pid),
+        None => Some("no live worker".to_owned()),
     };
-    match worker {
-        Some(w) if a.role != Role::Server && a.uid == w.uid && under(w) => {
-            AdapterClaim::Confirmed(pid)
-        }
-        _ => AdapterClaim::Unconfirmed(format!(
+    match why {
+        None => AdapterClaim::Confirmed(pid),
+        Some(why) => AdapterClaim::Unconfirmed(format!(
             "the worker's log names pid {pid} as its adapter; {pid} ({}) is not under this \
-             worker{}: an unconfirmed claim, not planned",
+             worker{} ({why}): an unconfirmed claim, not planned",
             a.role,
             worker.map(|w| format!(" {}", w.pid)).unwrap_or_default()
         )),
