@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use debugtop_cli::{audit_config, AuditArgs, Format};
 use debugtop_core::actions::fleet::{self as core_fleet, RemoteKill};
 use debugtop_core::actions::kill;
-use debugtop_core::model::{ProcId, Snapshot, Target};
+use debugtop_core::model::{KillAnswer, ProcId, Snapshot, Target};
 use debugtop_core::targets::Engines;
 
 /// Audits every target; exits with the worst status.
@@ -80,29 +80,29 @@ pub async fn kill(
             .collect(),
     };
     let (_, done) = core_fleet::kill_remote(on, &request, &run, &Engines::from_env()).await?;
-    let all_gone = done.report.as_ref().is_some_and(|r| r.all_gone());
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(&done)?)?;
-    } else {
-        for o in done.report.iter().flat_map(|r| &r.outcomes) {
-            writeln!(
-                out,
-                "{} {} on {on}: {}",
-                o.role,
-                o.pid,
-                one_line(&o.outcome.to_string())
-            )?;
-        }
-        for r in &done.plan.refused {
-            writeln!(out, "refused {} on {on}: {}", r.pid, one_line(&r.why))?;
-        }
-    }
-    Ok(if all_gone {
+    print_done(on, &done, json)?;
+    Ok(if done.report.as_ref().is_some_and(|r| r.all_gone()) {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// What the far side did: the answer as JSON, or each outcome and refusal as a line.
+fn print_done(on: &Target, done: &KillAnswer, json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(done)?)?;
+        return Ok(());
+    }
+    for o in done.report.iter().flat_map(|r| &r.outcomes) {
+        let outcome = o.outcome.to_string();
+        writeln!(out, "{} {} on {on}: {}", o.role, o.pid, one_line(&outcome))?;
+    }
+    for r in &done.plan.refused {
+        writeln!(out, "refused {} on {on}: {}", r.pid, one_line(&r.why))?;
+    }
+    Ok(())
 }
 
 /// One fleet file with every target's snapshot.

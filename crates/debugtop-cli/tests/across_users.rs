@@ -127,24 +127,18 @@ fn an_export_onto_a_device_or_fifo_is_refused_and_dash_is_stdout() {
     require_root("an_export_onto_a_device_or_fifo_is_refused_and_dash_is_stdout");
     let d = tempfile::tempdir().unwrap();
     // A device node of our own, the same as /dev/null (char 1:3), and a FIFO.
-    let dev = d.path().join("null");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &dev,
+    let node = |name: &str, kind, dev| {
+        let p = d.path().join(name);
+        let mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &p, kind, mode, dev).expect("mknod (root)");
+        p
+    };
+    let dev = node(
+        "null",
         rustix::fs::FileType::CharacterDevice,
-        rustix::fs::Mode::from_raw_mode(0o666),
         rustix::fs::makedev(1, 3),
-    )
-    .expect("mknod (root)");
-    let fifo = d.path().join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    );
+    let fifo = node("fifo", rustix::fs::FileType::Fifo, 0);
     for p in [&dev, &fifo] {
         let out = run(&["snapshot", "--out", &p.to_string_lossy()]);
         assert!(!out.status.success());

@@ -361,6 +361,18 @@ async fn read_stream(
     updates(config, pubr, lines).await
 }
 
+/// A line holding more JSON values than a document from elsewhere may (it is not built).
+fn over_budget(values: u64, delivered: bool) -> Outcome {
+    Outcome::Failed(
+        TargetFailure::Garbage,
+        format!(
+            "it sent a line of {values} JSON values (at most {} are read): not debugtop's stream",
+            crate::model::budget::MAX_JSON_VALUES
+        ),
+        delivered,
+    )
+}
+
 fn too_long(delivered: bool) -> Outcome {
     Outcome::Failed(
         TargetFailure::Garbage,
@@ -399,14 +411,7 @@ async fn updates(config: &StreamConfig, pubr: &Publisher, lines: &mut Lines) -> 
         };
         silent = Duration::ZERO;
         if let Err(values) = crate::model::budget::within_budget(&line) {
-            return Outcome::Failed(
-                TargetFailure::Garbage,
-                format!(
-                    "it sent a line of {values} JSON values (at most {} are read): not debugtop's stream",
-                    crate::model::budget::MAX_JSON_VALUES
-                ),
-                delivered,
-            );
+            return over_budget(values, delivered);
         }
         match serde_json::from_slice::<Update>(&line) {
             Ok(u) => {
