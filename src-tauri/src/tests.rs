@@ -359,6 +359,7 @@ fn a_forged_plan_signals_nothing() {
         targets,
         refused: Vec::new(),
         grace_ms: 50,
+        method: debugtop_core::model::KillMethod::Signals,
     };
     let id = t.state().plans.lock().expect("lock").hold(forged).id;
     let report = t

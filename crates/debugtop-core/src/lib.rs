@@ -16,6 +16,7 @@ pub mod cost;
 pub mod delta;
 pub mod error;
 pub mod model;
+pub mod os;
 pub mod redact;
 pub mod report;
 pub mod safe_fs;

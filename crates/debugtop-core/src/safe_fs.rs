@@ -5,13 +5,21 @@
 //! file should belong to, reads capped. Everything that opens such a path goes through here.
 
 use std::fs::File;
+#[cfg(unix)]
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Component, Path};
+#[cfg(unix)]
+use std::path::Component;
+use std::path::Path;
 
+#[cfg(unix)]
 use rustix::fs::{Mode, OFlags, CWD};
+#[cfg(unix)]
 use rustix::io::Errno;
 
+#[cfg(windows)]
+pub use windows::{open_untrusted, read_small};
+
+#[cfg(unix)]
 const READ_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::NONBLOCK)
     .union(OFlags::NOFOLLOW)
@@ -24,6 +32,7 @@ const READ_FLAGS: OFlags = OFlags::RDONLY
 /// time). A folder swapped for a link to `/etc` between two reads is refused (`ELOOP`), not
 /// followed. The caller checks that what opened is a regular file before reading
 /// ([`open_owned`] does).
+#[cfg(unix)]
 pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
     #[cfg(target_os = "linux")]
     {
@@ -41,13 +50,14 @@ pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
 /// How a folder on the way is opened: only to look up the next name.
 #[cfg(target_os = "linux")]
 pub(crate) const DIR_FLAGS: OFlags = OFlags::PATH.union(OFlags::DIRECTORY).union(OFlags::CLOEXEC);
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(unix, not(target_os = "linux")))]
 pub(crate) const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::CLOEXEC);
 
 /// [`open_untrusted`] without `openat2`: each folder opened `O_NOFOLLOW` from the last, so no
 /// component can be a link.
+#[cfg(unix)]
 fn walk(path: &Path) -> std::io::Result<File> {
     let dir_flags = DIR_FLAGS | OFlags::NOFOLLOW;
     let mut parts: Vec<Component<'_>> = path.components().collect();
@@ -79,12 +89,33 @@ fn walk(path: &Path) -> std::io::Result<File> {
 pub fn open_owned(path: &Path, owner: Option<u32>) -> Option<File> {
     let f = open_untrusted(path).ok()?;
     let meta = f.metadata().ok()?;
-    (meta.is_file() && owner.is_none_or(|u| u == meta.uid())).then_some(f)
+    let owned = match (owner, crate::os::file_owner(&f, &meta)) {
+        (None, _) => true,
+        (Some(want), Some(got)) => want == got,
+        // The owner is not in the metadata here (Windows): the OS's access checks stand in,
+        // unless debugtop may read every user's files.
+        (Some(_), None) => !crate::os::privileged(),
+    };
+    (meta.is_file() && owned).then_some(f)
+}
+
+/// Whether an open failed because a symbolic link (or, on Windows, any reparse point) was on
+/// the way.
+pub fn is_link_refusal(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(Errno::LOOP.raw_os_error())
+    }
+    #[cfg(windows)]
+    {
+        e.kind() == std::io::ErrorKind::Other && e.to_string().contains(windows::LINK_REFUSED)
+    }
 }
 
 /// A regular file's text, at most `cap` bytes, never following a symbolic link at its last
 /// component (a script's `package.json`, reached through the folders the script's own path
 /// names).
+#[cfg(unix)]
 pub fn read_small(path: &Path, cap: u64) -> Option<String> {
     let fd = rustix::fs::open(path, READ_FLAGS, Mode::empty()).ok()?;
     let f = File::from(fd);
@@ -96,9 +127,70 @@ pub fn read_small(path: &Path, cap: u64) -> Option<String> {
     Some(text)
 }
 
+/// Windows: no `openat`; each component is checked not to be a reparse point (a symbolic
+/// link or a junction) and the file is opened without following one at its last component.
+/// The check of the folders and the open are two steps (a folder swapped in between is not
+/// caught, unlike the Unix walk): written down in docs/platforms.md.
+#[cfg(windows)]
+mod windows {
+    use std::fs::{File, OpenOptions};
+    use std::io::Read;
+    use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
+    use std::path::Path;
+
+    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+    const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+    const SHARE_ALL: u32 = 0x1 | 0x2 | 0x4;
+    pub(super) const LINK_REFUSED: &str = "a symbolic link or junction on the way: not followed";
+
+    fn refused() -> std::io::Error {
+        std::io::Error::other(LINK_REFUSED)
+    }
+
+    /// See the Unix [`super::open_untrusted`].
+    pub fn open_untrusted(path: &Path) -> std::io::Result<File> {
+        for folder in path.ancestors().skip(1) {
+            if folder.as_os_str().is_empty() || folder.parent().is_none() {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(folder)?;
+            if meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+                return Err(refused());
+            }
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)?;
+        if f.metadata()?.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+            return Err(refused());
+        }
+        Ok(f)
+    }
+
+    /// See the Unix [`super::read_small`].
+    pub fn read_small(path: &Path, cap: u64) -> Option<String> {
+        let f = OpenOptions::new()
+            .read(true)
+            .share_mode(SHARE_ALL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)
+            .ok()?;
+        let meta = f.metadata().ok()?;
+        if !meta.is_file() || meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+            return None;
+        }
+        let mut text = String::new();
+        f.take(cap).read_to_string(&mut text).ok()?;
+        Some(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn regression_a_folder_swapped_for_a_link_is_not_followed() {

@@ -642,6 +642,7 @@ fn sample_finding(p: &SampleProcs) -> Finding {
         .collect(),
         refused: Vec::new(),
         grace_ms: 3000,
+        method: crate::model::KillMethod::Signals,
     };
     Finding {
         id: FindingId::of_proc(FindingKind::LeakedAdapter, p.adapter.id()),

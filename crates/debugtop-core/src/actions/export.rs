@@ -229,6 +229,7 @@ pub fn import_file(path: &Path) -> Result<Snapshot> {
 /// a symbolic link at `path` is replaced, never followed; and a device, FIFO or socket at
 /// `path` is refused, never replaced (`--out /dev/null` must not turn the machine's
 /// `/dev/null` into a file).
+#[cfg(unix)]
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use rustix::fs::Mode;
     let dir = path
@@ -257,6 +258,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
 
 /// An error when `name` in `dir` is something other than a regular file or a symbolic link
 /// (which a rename replaces without following).
+#[cfg(unix)]
 fn refuse_special(dir: &rustix::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<()> {
     use rustix::fs::{AtFlags, FileType};
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -275,6 +277,7 @@ fn refuse_special(dir: &rustix::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io:
 
 /// A new file `.NAME.<unique>.tmp` in `dir`, created exclusively (never an existing file or
 /// link), mode 0600.
+#[cfg(unix)]
 fn create_temporary(
     dir: &rustix::fd::OwnedFd,
     name: &str,
@@ -295,6 +298,50 @@ fn create_temporary(
     Err(last.map_or_else(|| std::io::Error::other("no temporary file"), Into::into))
 }
 
+/// Windows: the same steps with what Windows has — a temporary file created new (`CREATE_NEW`
+/// never opens an existing file or link), written, flushed, then renamed over `path`
+/// (`MoveFileEx` replaces a link at `path`, never its target); a folder at `path` is refused.
+#[cfg(windows)]
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?
+        .to_string_lossy()
+        .into_owned();
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other("it is a folder"));
+    }
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let tmp = dir.join(format!(".{name}.{}.{attempt}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(mut f) => {
+                let result = f
+                    .write_all(contents)
+                    .and_then(|()| f.sync_all())
+                    .and_then(|()| {
+                        drop(f);
+                        std::fs::rename(&tmp, path)
+                    });
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                return result;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary file")))
+}
+
 /// The JSON Schema of the snapshot document (checked in as `schema/debugtop.snapshot-1.schema.json`).
 pub fn json_schema() -> serde_json::Value {
     serde_json::to_value(schemars::schema_for!(Snapshot)).unwrap_or_default()
@@ -312,7 +359,7 @@ fn log_owner(f: &Finding, procs: &[std::sync::Arc<Proc>]) -> std::result::Result
     match owner {
         Some(0) => Ok(None),
         Some(u) => Ok(Some(u)),
-        None if rustix::process::getuid().is_root() => Err(()),
+        None if crate::os::privileged() => Err(()),
         None => Ok(None),
     }
 }
@@ -425,8 +472,7 @@ fn environment(servers: &[ServerInfo], procs: &[std::sync::Arc<Proc>]) -> Enviro
 /// The node version of a same-user server, from the headers installed beside its binary
 /// (`<prefix>/include/node/node_version.h`), never by running it; unknown otherwise.
 fn node_version(p: &Proc) -> Option<String> {
-    let me = rustix::process::getuid().as_raw();
-    if p.uid != Some(me) && me != 0 {
+    if p.uid != crate::os::my_uid() && !crate::os::privileged() {
         return None;
     }
     let exe = std::fs::read_link(format!("/proc/{}/exe", p.pid)).ok()?;

@@ -293,6 +293,8 @@ pub fn recheck(plan: &KillPlan, live: &LiveTable) -> KillPlan {
         grace_ms: plan
             .grace_ms
             .min(u64::try_from(MAX_GRACE.as_millis()).unwrap_or(u64::MAX)),
+        // How processes end is this machine's, whatever the plan said.
+        method: crate::model::KillMethod::native(),
     };
     for t in &plan.targets {
         let why = if out
@@ -421,8 +423,35 @@ pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillRepor
     }
 }
 
-/// Not available off Linux yet: every target is refused in words.
-#[cfg(not(target_os = "linux"))]
+/// Executes a plan on Windows: every target is opened first with its identity checked (the
+/// handle's creation time is the planned one; a replaced pid is refused, never touched), then
+/// each is ended with `TerminateProcess`, leaves first, and verified by its handle becoming
+/// signalled. Windows has no SIGTERM for these processes, so there is no grace.
+#[cfg(windows)]
+pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillReport {
+    let mut r = Reporter {
+        outcomes: Vec::new(),
+        progress: &mut progress,
+    };
+    for refused in &plan.refused {
+        let why = refused.why.clone();
+        r.outcomes.push(PidOutcome {
+            pid: refused.pid,
+            role: Role::Other,
+            outcome: Outcome::Refused { why },
+        });
+    }
+    let opened = windows::open_all(plan, &mut r);
+    for (t, h) in opened {
+        windows::terminate(&t, &h, &mut r);
+    }
+    KillReport {
+        outcomes: r.outcomes,
+    }
+}
+
+/// Neither Linux nor Windows: every target is refused in words.
+#[cfg(not(any(target_os = "linux", windows)))]
 pub fn execute(plan: &KillPlan, _progress: impl FnMut(Progress)) -> KillReport {
     KillReport {
         outcomes: plan
@@ -432,10 +461,89 @@ pub fn execute(plan: &KillPlan, _progress: impl FnMut(Progress)) -> KillReport {
                 pid: t.pid,
                 role: t.role,
                 outcome: Outcome::Refused {
-                    why: "kill is only implemented on Linux".into(),
+                    why: "kill is implemented on Linux and Windows only".into(),
                 },
             })
             .collect(),
+    }
+}
+
+#[cfg(windows)]
+mod windows {
+    use super::{Reporter, KILL_WAIT};
+    use crate::collect::windows::sys::{self, Access, Handle};
+    use crate::model::{KillPlan, KillSignal, KillTarget, Outcome};
+
+    /// The exit code a terminated target gets (what Windows' own tools use for a forced end).
+    const EXIT_CODE: u32 = 1;
+
+    /// Opens and checks every identity before anything is terminated.
+    pub(super) fn open_all(plan: &KillPlan, r: &mut Reporter<'_>) -> Vec<(KillTarget, Handle)> {
+        let mut out = Vec::new();
+        for t in &plan.targets {
+            match open(t) {
+                Ok(h) => out.push((t.clone(), h)),
+                Err(outcome) => r.done(t.pid, t.role, outcome),
+            }
+        }
+        out
+    }
+
+    /// A handle on the planned identity, or why not. The handle pins the process it opened;
+    /// its creation time tells whether that is the planned one.
+    fn open(t: &KillTarget) -> Result<Handle, Outcome> {
+        let h = sys::open(t.pid, Access::Terminate).map_err(|e| match e.raw_os_error() {
+            // ERROR_INVALID_PARAMETER: no process has this pid.
+            Some(87) => Outcome::AlreadyGone,
+            Some(5) => Outcome::Failed {
+                why: "access denied: the process belongs to another user or is protected".into(),
+            },
+            _ => Outcome::Failed { why: e.to_string() },
+        })?;
+        match h.times() {
+            Some((created, _)) if created == t.start_ticks => {
+                if h.wait_exit(0).unwrap_or(false) {
+                    Err(Outcome::AlreadyGone)
+                } else {
+                    Ok(h)
+                }
+            }
+            Some(_) => Err(Outcome::Refused {
+                why: "identity changed since the plan (the pid now belongs to another process)"
+                    .into(),
+            }),
+            None => Err(Outcome::Failed {
+                why: "its creation time cannot be read, so its identity cannot be checked".into(),
+            }),
+        }
+    }
+
+    /// Terminates one target and waits for its handle to be signalled.
+    pub(super) fn terminate(t: &KillTarget, h: &Handle, r: &mut Reporter<'_>) {
+        if let Err(e) = h.terminate(EXIT_CODE) {
+            // Already ending: access is denied to a process that is exiting.
+            let outcome = if h.wait_exit(0).unwrap_or(false) {
+                Outcome::AlreadyGone
+            } else {
+                Outcome::Failed {
+                    why: format!("TerminateProcess failed: {e}"),
+                }
+            };
+            r.done(t.pid, t.role, outcome);
+            return;
+        }
+        r.signalled(t.pid, KillSignal::Terminate);
+        let ms = u32::try_from(KILL_WAIT.as_millis()).unwrap_or(u32::MAX);
+        let outcome = match h.wait_exit(ms) {
+            Ok(true) => Outcome::Terminated,
+            Ok(false) => Outcome::Failed {
+                why: "still running after TerminateProcess".into(),
+            },
+            Err(e) => Outcome::Failed {
+                why: format!("waiting for it to end failed: {e}"),
+            },
+        };
+        r.done(t.pid, t.role, outcome);
     }
 }
 
@@ -517,6 +625,8 @@ mod linux {
             KillSignal::Term => Signal::TERM,
             KillSignal::Kill => Signal::KILL,
             KillSignal::Cont => Signal::CONT,
+            // Not a signal: Windows' TerminateProcess, never planned here.
+            KillSignal::Terminate => Signal::KILL,
         };
         let mut out = Vec::new();
         for t in targets {

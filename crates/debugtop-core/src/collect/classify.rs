@@ -67,6 +67,7 @@ pub enum Signature {
 /// adapter binaries are candidates: reading every process's environment is neither cheap nor
 /// polite.
 pub fn is_env_candidate(argv: &[String]) -> bool {
+    let argv = &*unix_view(argv);
     let Some(first) = argv.first() else {
         return false;
     };
@@ -96,8 +97,59 @@ pub fn is_env_candidate(argv: &[String]) -> bool {
             .any(|a| a.contains("debugpy") || a.contains("js-debug") || a.contains("mcp-debugger"))
 }
 
+/// Whether an argument is a Windows path: `C:\\…`, `C:/…` or `\\\\server\\…`.
+fn is_windows_path(a: &str) -> bool {
+    let b = a.as_bytes();
+    (b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
+        || a.starts_with("\\\\")
+}
+
+/// A Windows path as the signatures below are written: `/` between components and no `.exe`
+/// (`Z:\\n\\node.exe` → `Z:/n/node`). Other arguments are returned as they are.
+pub fn unix_slashes(a: &str) -> String {
+    if !is_windows_path(a) {
+        return a.to_owned();
+    }
+    let a = a.replace('\\', "/");
+    match a.len().checked_sub(4) {
+        Some(cut) if a.is_char_boundary(cut) && a[cut..].eq_ignore_ascii_case(".exe") => {
+            a[..cut].to_owned()
+        }
+        _ => a,
+    }
+}
+
+/// The argv as the signatures read it: Windows paths with `/` and without `.exe`, so one set
+/// of signatures serves both (what is shown and kept is the argv as written).
+fn unix_view(argv: &[String]) -> std::borrow::Cow<'_, [String]> {
+    if argv.iter().any(|a| is_windows_path(a)) {
+        std::borrow::Cow::Owned(argv.iter().map(|a| unix_slashes(a)).collect())
+    } else {
+        std::borrow::Cow::Borrowed(argv)
+    }
+}
+
 /// Classifies one process from its own argv and markers.
 pub fn classify(argv: &[String], env: &EnvMarkers) -> Signature {
+    match classify_view(&unix_view(argv), env) {
+        // The log file as written: the server opens it by that name.
+        Signature::Server {
+            mode,
+            port,
+            log_file: Some(_),
+            script,
+        } => Signature::Server {
+            mode,
+            port,
+            log_file: option_value(argv, &["--log-file"]).map(str::to_owned),
+            script,
+        },
+        other => other,
+    }
+}
+
+/// [`classify`] over the argv as the signatures read it.
+fn classify_view(argv: &[String], env: &EnvMarkers) -> Signature {
     if argv.is_empty() {
         return Signature::None;
     }

@@ -448,6 +448,14 @@ fn ident_of(
         .lines()
         .find_map(|l| l.strip_prefix("Uid:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok());
+    if is_wine(proc, &argv) {
+        return Ident {
+            uid,
+            wine: true,
+            argv,
+            ..Ident::of_argv(Vec::new())
+        };
+    }
     let signature = classify(&argv, &markers);
     let pkg_dir = match &signature {
         Signature::Server { script, .. } => server_pkg_dir(proc, script),
@@ -479,6 +487,23 @@ fn ident_of(
         pkg_dir,
         stdio,
         mcp,
+        wine: false,
+    }
+}
+
+/// A process Wine runs: its executable is Wine's loader (`wine64-preloader`, `wine`), or —
+/// when another user's executable link cannot be read — its argv starts with a Windows path.
+/// Its pids in argv and environment are Windows pids, Wine's own numbering.
+fn is_wine(proc: &Process, argv: &[String]) -> bool {
+    match proc.exe() {
+        Ok(exe) => exe
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("wine")),
+        Err(_) => argv.first().is_some_and(|a| {
+            let b = a.as_bytes();
+            b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && b[2] == b'\\'
+        }),
     }
 }
 

@@ -58,6 +58,8 @@ pub mod unix_diag;
 
 #[cfg(target_os = "linux")]
 pub mod linux;
+#[cfg(windows)]
+pub mod windows;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -77,13 +79,28 @@ pub use relate::relate;
 #[cfg(target_os = "linux")]
 pub type Collector = linux::ProcfsCollector;
 /// The collector for this OS.
-#[cfg(not(target_os = "linux"))]
+#[cfg(windows)]
+pub type Collector = windows::WindowsCollector;
+/// The collector for this OS.
+#[cfg(not(any(target_os = "linux", windows)))]
 pub type Collector = portable::SysinfoCollector;
 
 /// The stat fields of one process, read now from `/proc/<pid>/stat` (`None` if it is gone or
 /// there is no `/proc`). For one-off reads outside a scan (kill planning, identity checks).
 pub fn read_stat(pid: u32) -> Option<parse::StatFields> {
     parse::parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The parent pid of a running process, read now (kill planning, debugtop's own ancestry).
+pub fn parent_pid(pid: u32) -> Option<u32> {
+    #[cfg(windows)]
+    {
+        windows::parent_of(pid)
+    }
+    #[cfg(not(windows))]
+    {
+        read_stat(pid).map(|s| s.ppid)
+    }
 }
 
 /// Reads in a row a watched process must be quiet before it is read only one scan in
@@ -122,6 +139,9 @@ pub struct Ident {
     pub host: Option<HostKind>,
     /// `TracerPid` when read.
     pub tracer_pid: Option<u32>,
+    /// Run by Wine: a Windows program whose command line names Windows pids; listed with no
+    /// signature, never judged by this table.
+    pub wine: bool,
 }
 
 impl Ident {
@@ -141,6 +161,7 @@ impl Ident {
             mcp: None,
             host: None,
             tracer_pid: None,
+            wine: false,
         }
     }
 }
@@ -206,6 +227,7 @@ pub struct IdentityCache {
 }
 
 #[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))] // the quiet-read skips are procfs's
 struct CacheEntry {
     start_ticks: u64,
     ident: Arc<Ident>,
@@ -225,12 +247,16 @@ struct CacheEntry {
     reads: u32,
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 impl CacheEntry {
-    /// Related to a debug server: by its own signature or markers, or as resolved by relate.
+    /// Related to a debug server: by its own signature or markers, or as resolved by relate;
+    /// or run by Wine.
     fn watched(&self) -> bool {
         self.memory.role.is_some()
             || self.ident.signature != Signature::None
             || !self.ident.markers.is_empty()
+            // Counted every scan (the process table's status says how many are not judged).
+            || self.ident.wine
     }
 }
 
@@ -318,6 +344,7 @@ impl IdentityCache {
     /// marks it seen in `gen` without reading it and returns true. Unwatched processes cannot
     /// become part of a server's tree except by exec (caught while young, or by the periodic
     /// full scan) — reparenting only ever goes to init or a subreaper.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn skip_unwatched(&mut self, pid: u32, gen: u64, now: Instant) -> bool {
         match self.entries.get_mut(&pid) {
             Some(e) if !e.watched() && now.duration_since(e.first_seen) >= YOUNG => {
@@ -330,6 +357,7 @@ impl IdentityCache {
 
     /// Keeps `stat` as the identity's last read, counting the reads in a row that found it
     /// quiet.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn keep_stat(&mut self, stat: &parse::StatFields) {
         if let Some(e) = self
             .entries
@@ -357,6 +385,7 @@ impl IdentityCache {
     /// reading every stat was half of a tick; a quiet process that starts to spin or stops is
     /// seen at most `QUIET_EVERY - 1` scans late (its exit at once: the caller forces a read of
     /// a process whose exit the pidfd watcher saw).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn quiet_stat(
         &mut self,
         pid: u32,
@@ -376,6 +405,7 @@ impl IdentityCache {
 
     /// Records when the process was born (from its start ticks), so youth is the process's age,
     /// not the time debugtop first saw it.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn set_born(&mut self, pid: u32, born: Instant) {
         if let Some(e) = self.entries.get_mut(&pid) {
             e.first_seen = born;
@@ -384,6 +414,7 @@ impl IdentityCache {
 
     /// Whether the command name changed since argv was read (the process exec'd); records the
     /// new one.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn comm_changed(&mut self, pid: u32, start_ticks: u64, comm_hash: u64) -> bool {
         match self
             .entries
@@ -407,6 +438,7 @@ impl IdentityCache {
     }
 
     /// Forgets what relate concluded about `pid` (its image changed).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn forget(&mut self, pid: u32) {
         if let Some(e) = self.entries.get_mut(&pid) {
             e.memory = Memory::default();
@@ -558,6 +590,23 @@ pub(crate) fn translate(samples: &mut [Sample]) {
 #[cfg(not(target_os = "linux"))]
 fn translate(_: &mut [Sample]) {}
 
+/// Where the OS never re-parents (Windows), a parent pid is the one a process was created
+/// with, and that pid may since belong to a younger process: a "parent" created after its
+/// child is no parent (its pid was reused), and the child is an orphan (parent pid 0).
+/// Where the OS re-parents, every parent is older than its child and nothing changes.
+#[cfg_attr(not(windows), allow(dead_code))] // only Windows keeps parent pids that may be reused
+pub(crate) fn unlink_reused_parents(samples: &mut [Sample]) {
+    let born: HashMap<u32, u64> = samples.iter().map(|s| (s.pid, s.start_ticks)).collect();
+    for s in samples.iter_mut() {
+        let younger = born
+            .get(&s.ppid)
+            .is_some_and(|parent| s.start_ticks != 0 && *parent > s.start_ticks);
+        if younger {
+            s.ppid = 0;
+        }
+    }
+}
+
 /// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
 pub(crate) fn finish(
     harvest: Harvest,
@@ -570,6 +619,7 @@ pub(crate) fn finish(
         started,
     } = harvest;
     translate(&mut samples);
+    stats.wine = u32::try_from(samples.iter().filter(|s| s.ident.wine).count()).unwrap_or(0);
     fds.mark_parent_writers(&mut samples);
     let resolved = relate(&samples, cache);
     let mut servers = Vec::new();

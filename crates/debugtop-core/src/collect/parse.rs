@@ -103,9 +103,10 @@ pub fn option_value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
     None
 }
 
-/// The last path component of an argument (`/usr/bin/node` → `node`).
+/// The last path component of an argument (`/usr/bin/node` → `node`; `C:\\x\\node.exe` →
+/// `node.exe`).
 pub fn basename(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
+    s.rsplit(['/', '\\']).next().unwrap_or(s)
 }
 
 /// The fields of `/proc/<pid>/stat` the collector needs.

@@ -149,6 +149,7 @@ fn ident_of(p: &sysinfo::Process) -> Ident {
         ns: None,
         mcp: None,
         tracer_pid: None,
+        wine: false,
     }
 }
 

@@ -76,6 +76,43 @@ pub struct KillPlan {
     /// Milliseconds between SIGTERM and SIGKILL.
     #[ts(type = "number")]
     pub grace_ms: u64,
+    /// How the machine that executes it ends a process (absent in older documents: signals).
+    #[serde(default = "KillMethod::signals")]
+    pub method: KillMethod,
+}
+
+/// How a plan ends processes: by Unix signals, or — on Windows, which has no SIGTERM for
+/// these processes — by `TerminateProcess`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum KillMethod {
+    /// SIGTERM, a grace, then SIGKILL.
+    Signals,
+    /// `TerminateProcess` on a handle opened with an identity check; no grace.
+    Terminate,
+}
+
+impl KillMethod {
+    /// Unix signals.
+    pub fn signals() -> Self {
+        Self::Signals
+    }
+
+    /// How this build's kill ends processes.
+    pub fn native() -> Self {
+        if cfg!(windows) {
+            Self::Terminate
+        } else {
+            Self::Signals
+        }
+    }
+}
+
+impl Default for KillMethod {
+    fn default() -> Self {
+        Self::native()
+    }
 }
 
 impl KillPlan {
@@ -85,22 +122,34 @@ impl KillPlan {
             .targets
             .iter()
             .map(|t| {
+                let how = match self.method {
+                    KillMethod::Signals => "SIGTERM",
+                    KillMethod::Terminate => "terminate",
+                };
+                // Windows has no process groups or sessions as Unix has them.
+                let group = match self.method {
+                    KillMethod::Signals => format!(", group {}, session {}", t.pgid, t.sid),
+                    KillMethod::Terminate => String::new(),
+                };
                 format!(
-                    "SIGTERM {} (pid {}, group {}, session {}, {}): {}",
+                    "{how} {} (pid {}{group}, {}): {}",
                     t.role,
                     t.pid,
-                    t.pgid,
-                    t.sid,
                     t.via,
                     super::printable::one_line(&t.argv.join(" "))
                 )
             })
             .collect();
         if !self.targets.is_empty() {
-            out.push(format!(
-                "wait up to {} ms for each to exit, then SIGKILL what is left, then verify",
-                self.grace_ms
-            ));
+            out.push(match self.method {
+                KillMethod::Signals => format!(
+                    "wait up to {} ms for each to exit, then SIGKILL what is left, then verify",
+                    self.grace_ms
+                ),
+                KillMethod::Terminate => "TerminateProcess each, leaves first (Windows has no \
+                    SIGTERM for these processes), then verify each has ended"
+                    .to_owned(),
+            });
         }
         out.extend(
             self.refused
@@ -120,6 +169,8 @@ pub enum Outcome {
     Exited,
     /// Needed SIGKILL.
     Killed,
+    /// Ended by `TerminateProcess` (Windows).
+    Terminated,
     /// Gone (or a zombie) before it was signalled.
     AlreadyGone,
     /// Not signalled.
@@ -137,7 +188,10 @@ pub enum Outcome {
 impl Outcome {
     /// Whether the process is verified gone.
     pub fn is_gone(&self) -> bool {
-        matches!(self, Self::Exited | Self::Killed | Self::AlreadyGone)
+        matches!(
+            self,
+            Self::Exited | Self::Killed | Self::Terminated | Self::AlreadyGone
+        )
     }
 }
 
@@ -146,6 +200,7 @@ impl std::fmt::Display for Outcome {
         match self {
             Self::Exited => f.write_str("exited"),
             Self::Killed => f.write_str("killed"),
+            Self::Terminated => f.write_str("terminated"),
             Self::AlreadyGone => f.write_str("already-gone"),
             Self::Refused { why } => write!(f, "refused: {why}"),
             Self::Failed { why } => write!(f, "failed: {why}"),
@@ -193,6 +248,9 @@ pub enum KillSignal {
     /// Force.
     #[serde(rename = "SIGKILL")]
     Kill,
+    /// Windows' only way: `TerminateProcess`.
+    #[serde(rename = "TerminateProcess")]
+    Terminate,
 }
 
 impl std::fmt::Display for KillSignal {
@@ -201,6 +259,7 @@ impl std::fmt::Display for KillSignal {
             Self::Term => "SIGTERM",
             Self::Cont => "SIGCONT",
             Self::Kill => "SIGKILL",
+            Self::Terminate => "TerminateProcess",
         })
     }
 }

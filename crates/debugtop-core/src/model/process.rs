@@ -588,6 +588,10 @@ pub struct ScanStats {
     /// due to be read this scan: their last read stands.
     #[serde(default)]
     pub quiet: u32,
+    /// Processes run by Wine: listed, not judged (their command lines name Windows pids,
+    /// which are not this table's pids).
+    #[serde(default)]
+    pub wine: u32,
     /// Wall time of the scan, in microseconds.
     #[ts(type = "number")]
     pub duration_us: u64,

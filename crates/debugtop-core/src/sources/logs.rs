@@ -7,7 +7,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -403,14 +402,13 @@ pub struct LogTail {
 
 /// Why another user's log cannot be read, in words.
 fn denied(path: &Path) -> String {
-    let me = rustix::process::getuid().as_raw();
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => format!(
-            "permission denied: it belongs to uid {} and debugtop runs as uid {me}; run \
+    let me = crate::os::my_uid().map_or("?".to_owned(), |u| u.to_string());
+    match crate::os::path_owner(path) {
+        Some(owner) => format!(
+            "permission denied: it belongs to uid {owner} and debugtop runs as uid {me}; run \
              debugtop as that user (or with sudo) to read it",
-            m.uid()
         ),
-        Err(_) => format!("permission denied (debugtop runs as uid {me})"),
+        None => format!("permission denied (debugtop runs as uid {me})"),
     }
 }
 
@@ -527,7 +525,7 @@ impl LogTail {
         let file = match open_untrusted(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            Err(e) if crate::safe_fs::is_link_refusal(&e) => {
                 return Err(fail("a symbolic link in its path: not followed".into()))
             }
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -541,12 +539,24 @@ impl LogTail {
                 "not a regular file (a FIFO, a device or a directory): not read".into(),
             ));
         }
-        if let Some(want) = self.owner.filter(|w| *w != meta.uid()) {
-            return Err(fail(format!(
-                "owned by uid {}, not by the server's user (uid {want}): not read (a server's \
-                 command line can point debugtop only at its own user's files)",
-                meta.uid()
-            )));
+        if let Some(want) = self.owner {
+            match crate::os::file_owner(&file, &meta) {
+                Some(got) if got == want => {}
+                Some(got) => {
+                    return Err(fail(format!(
+                        "owned by uid {got}, not by the server's user (uid {want}): not read (a \
+                         server's command line can point debugtop only at its own user's files)"
+                    )))
+                }
+                // The OS keeps owners out of metadata (Windows): its access checks stand in,
+                // unless debugtop may read every user's files.
+                None if crate::os::privileged() => {
+                    return Err(fail(
+                        "its owner cannot be told here and debugtop runs elevated: not read".into(),
+                    ))
+                }
+                None => {}
+            }
         }
         Ok(Some((file, meta)))
     }
@@ -686,6 +696,7 @@ fn is_trace(path: &Path) -> bool {
 
 #[cfg(unix)]
 fn file_identity(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
     (m.dev(), m.ino())
 }
 
@@ -1086,7 +1097,7 @@ mod tests {
             line("HTTP session initialized: 1d12251f-892b-4497-b1ed-b024728b2f22"),
         )
         .unwrap();
-        let file_uid = std::fs::metadata(&path).unwrap().uid();
+        let file_uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&path).unwrap());
         // The server's user is someone else: not read, and said why.
         let mut t = LogTail::new(&path, LogOrigin::Server).owned_by(Some(file_uid + 1));
         let err = t.poll().unwrap_err().to_string();

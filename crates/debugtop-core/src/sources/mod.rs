@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::collect::exits::ExitWatcher;
-use crate::collect::{read_stat, Collector};
+use crate::collect::Collector;
 use crate::error::{Error, Result};
 use crate::model::{
     Exit, HealthCheck, Observation, ProcId, ProcessTable, RemoteObservation, SelfInfo,
@@ -268,9 +268,7 @@ impl Sources {
                 format!(
                     "out of file descriptors (limit {}): {} processes are not watched by pidfd; \
                      they stay in the table and their exits are seen at the next tick",
-                    rustix::process::getrlimit(rustix::process::Resource::Nofile)
-                        .current
-                        .map_or("unknown".to_owned(), |l| l.to_string()),
+                    crate::os::fd_limit().map_or("unknown".to_owned(), |l| l.to_string()),
                     w.starved()
                 ),
             )],
@@ -297,7 +295,7 @@ pub fn self_info() -> SelfInfo {
     let mut ancestors = Vec::new();
     let mut cur = pid;
     for _ in 0..128 {
-        let Some(ppid) = read_stat(cur).map(|s| s.ppid) else {
+        let Some(ppid) = crate::collect::parent_pid(cur) else {
             break;
         };
         if ppid == 0 || ancestors.contains(&ppid) {
@@ -308,7 +306,7 @@ pub fn self_info() -> SelfInfo {
     }
     SelfInfo {
         pid,
-        uid: Some(rustix::process::getuid().as_raw()),
+        uid: crate::os::my_uid(),
         ancestors,
     }
 }

@@ -221,11 +221,20 @@ fn process_table_status(stats: &ScanStats) -> SourceStatus {
             SourceState::Ok
         },
         format!(
-            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users)",
+            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users){}",
             stats.processes,
             stats.duration_us / 1000,
             stats.vanished,
-            stats.denied
+            stats.denied,
+            if stats.wine > 0 {
+                format!(
+                    "; {} run by Wine, not judged here (they name Windows pids): see them with \
+                     the Windows debugtop-cli under Wine",
+                    stats.wine
+                )
+            } else {
+                String::new()
+            }
         ),
     )
 }

@@ -17,7 +17,7 @@ pub fn local_hello() -> Hello {
         Capability::Kill,
         Capability::Snapshot,
     ];
-    if rustix::process::geteuid().is_root() {
+    if crate::os::privileged() {
         capabilities.push(Capability::AllUsers);
     }
     Hello {

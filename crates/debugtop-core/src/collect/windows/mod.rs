@@ -1,0 +1,221 @@
+//! The Windows collector: the same [`ProcessTable`] as procfs gives on Linux, from Toolhelp32
+//! (pids, parents, executable names), process handles (creation time — with the pid, the
+//! identity, since Windows reuses pids quickly —, CPU time, working set, owner) and each
+//! process's PEB (its command line and environment: the only way that works for other
+//! processes of the same user, and under Wine).
+//!
+//! Windows never re-parents: a process keeps the parent pid it was created with, and that pid
+//! may since belong to a younger process. A parent created after its child is therefore no
+//! parent (see [`super::unlink_reused_parents`]). Windows has no scheduler state to read per
+//! process, no process groups or sessions as Unix has them, and no zombies: states are
+//! `Unknown`, groups and sessions 0. `conhost.exe` under a live console program is that
+//! program's console, not a node of the tree: it is folded into its owner.
+
+pub mod sys;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
+use super::parse::{parse_cmdline, parse_env_markers};
+use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
+use crate::error::Result;
+use crate::model::{EnvMarkers, ProcState};
+
+pub use sys::{own_token_elevated, own_user};
+
+/// Windows' time unit: 100 ns.
+pub const TICKS_PER_SEC: u64 = 10_000_000;
+/// 1601-01-01 to 1970-01-01 in 100 ns units.
+const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
+/// The longest command line read (UTF-16 units; Windows' own limit is 32,767).
+const MAX_COMMAND_LINE: usize = 32_767;
+/// The most of an environment block read (UTF-16 units).
+const MAX_ENVIRONMENT: usize = 128 * 1024;
+
+/// The Windows collector.
+#[derive(Debug, Default)]
+pub struct WindowsCollector {
+    cache: IdentityCache,
+    gen: u64,
+}
+
+impl WindowsCollector {
+    /// A new collector.
+    pub fn new() -> Result<Self> {
+        Ok(Self::default())
+    }
+
+    /// Reads are not skipped here: nothing to force.
+    pub fn read_next(&mut self, _pids: impl IntoIterator<Item = u32>) {}
+
+    /// Every process is read every scan here.
+    pub fn set_exits_watched(&mut self, _watched: bool) {}
+
+    /// One pass over the process table.
+    pub fn scan(&mut self) -> Result<ProcessTable> {
+        let started = Instant::now();
+        self.gen += 1;
+        let entries = sys::snapshot().map_err(|e| crate::error::Error::SystemInfo {
+            what: "the process list (Toolhelp32)",
+            detail: e.to_string(),
+        })?;
+        let now = Instant::now();
+        let mut stats = ScanStats::default();
+        let mut samples = Vec::with_capacity(entries.len());
+        for e in entries.iter().filter(|e| e.pid != 0) {
+            if let Some(s) = self.sample(e, now, &mut stats) {
+                samples.push(s);
+            }
+        }
+        super::unlink_reused_parents(&mut samples);
+        fold_consoles(&mut samples);
+        stats.processes = u32::try_from(samples.len()).unwrap_or(u32::MAX);
+        stats.exited = u32::try_from(self.cache.sweep(self.gen)).unwrap_or(u32::MAX);
+        Ok(finish(
+            Harvest {
+                samples,
+                stats,
+                started,
+            },
+            &mut self.cache,
+            &mut super::NoFds,
+        ))
+    }
+
+    /// One process: what its handle gives, or what Toolhelp gave when it cannot be opened.
+    fn sample(&mut self, e: &sys::Entry, now: Instant, stats: &mut ScanStats) -> Option<Sample> {
+        let handle =
+            sys::open(e.pid, sys::Access::Read).or_else(|_| sys::open(e.pid, sys::Access::Query));
+        let h = match handle {
+            Ok(h) => Some(h),
+            Err(_) => {
+                stats.denied += 1;
+                None
+            }
+        };
+        let (created, cpu) = h.as_ref().and_then(sys::Handle::times).unwrap_or((0, 0));
+        let ident = match self.cache.get(e.pid, created) {
+            Some(k) => Arc::clone(k),
+            None => {
+                stats.new_identities += 1;
+                Arc::new(ident_of(e, h.as_ref()))
+            }
+        };
+        let cpu = self.cache.observe(
+            e.pid,
+            created,
+            Arc::clone(&ident),
+            cpu,
+            TICKS_PER_SEC,
+            now,
+            self.gen,
+        );
+        // Not openable: listed with what Toolhelp gave; no CPU without a creation time.
+        let cpu_percent = cpu.filter(|_| created != 0);
+        Some(Sample {
+            pid: e.pid,
+            ppid: e.ppid,
+            pgid: 0,
+            sid: 0,
+            state: ProcState::Unknown,
+            start_ticks: created,
+            start_time: start_time(created),
+            cpu_percent,
+            rss_bytes: h.as_ref().and_then(sys::Handle::working_set).unwrap_or(0),
+            markers: ident.markers.clone(),
+            owner_pid: super::raw_owner(&ident.signature),
+            stdio: None,
+            channel: None,
+            parent_writes_stdin: false,
+            ident,
+        })
+    }
+}
+
+/// The wall-clock start of a creation time (the Unix epoch when unknown).
+pub fn start_time(created: u64) -> DateTime<Utc> {
+    let since_epoch = created.saturating_sub(UNIX_EPOCH_TICKS);
+    let secs = i64::try_from(since_epoch / TICKS_PER_SEC).unwrap_or(0);
+    let nanos = u32::try_from((since_epoch % TICKS_PER_SEC) * 100).unwrap_or(0);
+    Utc.timestamp_opt(secs, nanos).single().unwrap_or_default()
+}
+
+/// What a process says about itself: argv from its PEB (or just its executable's name when
+/// the PEB cannot be read), markers from its environment for candidates, its owner.
+fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
+    let line = h.and_then(|h| h.command_line(MAX_COMMAND_LINE));
+    let split = line
+        .as_deref()
+        .map(sys::split_command_line)
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| vec![e.exe.clone()]);
+    let argv = parse_cmdline(&nul_joined(split.iter().map(String::as_str)));
+    let markers = match h.filter(|_| is_env_candidate(&argv)) {
+        Some(h) => h
+            .environment(MAX_ENVIRONMENT)
+            .map_or_else(EnvMarkers::default, |env| {
+                parse_env_markers(String::from_utf16_lossy(&env).as_bytes())
+            }),
+        None => EnvMarkers::default(),
+    };
+    let signature = classify(&argv, &markers);
+    let pkg_dir = match &signature {
+        Signature::Server { script, .. } => pkg_dir_of(&super::classify::unix_slashes(script)),
+        _ => None,
+    };
+    Ident {
+        uid: h.and_then(sys::Handle::user_rid),
+        host: markers.host.or_else(|| super::classify::host_kind(&argv)),
+        argv,
+        markers,
+        signature,
+        pkg_dir,
+        stdio: None,
+        channels: Vec::new(),
+        ns: None,
+        mcp: None,
+        tracer_pid: None,
+        wine: false,
+    }
+}
+
+fn nul_joined<'a>(parts: impl Iterator<Item = &'a str>) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for a in parts {
+        raw.extend_from_slice(a.as_bytes());
+        raw.push(0);
+    }
+    raw
+}
+
+/// Drops `conhost.exe` processes whose parent is alive in the table: the console Windows
+/// gives a console program, not something it started (a worker's conhost would otherwise be
+/// taken for its adapter). One whose owner is gone stays listed.
+fn fold_consoles(samples: &mut Vec<Sample>) {
+    let alive: std::collections::HashSet<u32> = samples.iter().map(|s| s.pid).collect();
+    samples.retain(|s| {
+        let console = s
+            .ident
+            .argv
+            .first()
+            .is_some_and(|a| super::parse::basename(a).eq_ignore_ascii_case("conhost.exe"));
+        !(console && s.ppid != 0 && alive.contains(&s.ppid))
+    });
+}
+
+/// Listening TCP ports with their owning pids.
+pub fn listening_ports() -> Vec<(u16, u32)> {
+    sys::listening_ports()
+}
+
+/// The parent pid of `pid` as Toolhelp records it, when `pid` runs.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    sys::snapshot()
+        .ok()?
+        .into_iter()
+        .find(|e| e.pid == pid)
+        .map(|e| e.ppid)
+}

@@ -1,0 +1,494 @@
+//! The Win32 calls the Windows collector and kill make, each behind a safe function. This is
+//! the only module of debugtop with `unsafe`: foreign calls whose buffers and handles it owns.
+//! Every pointer handed to Windows points into a buffer of the size passed with it; every
+//! handle is closed exactly once, by [`Handle`]'s drop.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+
+use windows_sys::Win32::Foundation::{
+    CloseHandle, GetLastError, LocalFree, FILETIME, HANDLE, INVALID_HANDLE_VALUE, WAIT_OBJECT_0,
+    WAIT_TIMEOUT,
+};
+use windows_sys::Win32::Security::{
+    GetSidSubAuthority, GetSidSubAuthorityCount, GetTokenInformation, TokenElevation, TokenUser,
+    TOKEN_ELEVATION, TOKEN_QUERY, TOKEN_USER,
+};
+use windows_sys::Win32::System::Diagnostics::Debug::ReadProcessMemory;
+use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+    CreateToolhelp32Snapshot, Process32FirstW, Process32NextW, PROCESSENTRY32W, TH32CS_SNAPPROCESS,
+};
+use windows_sys::Win32::System::ProcessStatus::{K32GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
+use windows_sys::Win32::System::Threading::{
+    GetCurrentProcess, GetProcessTimes, OpenProcess, OpenProcessToken, TerminateProcess,
+    WaitForSingleObject, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, PROCESS_TERMINATE,
+    PROCESS_VM_READ,
+};
+use windows_sys::Win32::UI::Shell::CommandLineToArgvW;
+
+/// What opening a process asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Times, memory, owner, and the PEB (command line, environment).
+    Read,
+    /// Times, memory and owner only: what a normal user gets for many processes.
+    Query,
+    /// Times, wait and terminate: what a kill needs.
+    Terminate,
+}
+
+/// One row of the Toolhelp32 process snapshot.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Process id.
+    pub pid: u32,
+    /// Parent pid as Windows recorded it at creation (never updated: the parent may be gone
+    /// and its pid reused).
+    pub ppid: u32,
+    /// The executable's file name.
+    pub exe: String,
+}
+
+/// An open process handle, closed on drop. Like a pidfd, it pins the process object: the pid
+/// may be reused once the process is gone, the handle keeps naming the process it opened.
+#[derive(Debug)]
+pub struct Handle(HANDLE);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was returned open by OpenProcess/OpenProcessToken and is closed
+        // only here.
+        unsafe {
+            CloseHandle(self.0);
+        }
+    }
+}
+
+/// The last Win32 error as an `io::Error`.
+fn last_error() -> std::io::Error {
+    // SAFETY: no arguments; reads the calling thread's last-error value.
+    let code = unsafe { GetLastError() };
+    std::io::Error::from_raw_os_error(i32::try_from(code).unwrap_or(i32::MAX))
+}
+
+/// Every process, with its parent and executable name.
+pub fn snapshot() -> std::io::Result<Vec<Entry>> {
+    // SAFETY: plain call; the result is checked against INVALID_HANDLE_VALUE.
+    let snap = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0) };
+    if snap == INVALID_HANDLE_VALUE {
+        return Err(last_error());
+    }
+    let snap = Handle(snap);
+    let mut out = Vec::new();
+    let mut e = PROCESSENTRY32W {
+        dwSize: u32::try_from(std::mem::size_of::<PROCESSENTRY32W>()).unwrap_or(0),
+        ..Default::default()
+    };
+    // SAFETY: `e` is a PROCESSENTRY32W with dwSize set, as the API requires.
+    let mut ok = unsafe { Process32FirstW(snap.0, &mut e) } != 0;
+    while ok {
+        let len = e.szExeFile.iter().position(|c| *c == 0).unwrap_or(260);
+        out.push(Entry {
+            pid: e.th32ProcessID,
+            ppid: e.th32ParentProcessID,
+            exe: String::from_utf16_lossy(&e.szExeFile[..len]),
+        });
+        // SAFETY: as above.
+        ok = unsafe { Process32NextW(snap.0, &mut e) } != 0;
+    }
+    Ok(out)
+}
+
+/// Opens `pid` for `access`.
+pub fn open(pid: u32, access: Access) -> std::io::Result<Handle> {
+    let rights = match access {
+        Access::Read => PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_VM_READ,
+        Access::Query => PROCESS_QUERY_LIMITED_INFORMATION,
+        Access::Terminate => {
+            PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_TERMINATE | PROCESS_SYNCHRONIZE
+        }
+    };
+    // SAFETY: plain call; a null result is an error.
+    let h = unsafe { OpenProcess(rights, 0, pid) };
+    if h.is_null() {
+        Err(last_error())
+    } else {
+        Ok(Handle(h))
+    }
+}
+
+fn filetime(t: FILETIME) -> u64 {
+    (u64::from(t.dwHighDateTime) << 32) | u64::from(t.dwLowDateTime)
+}
+
+impl Handle {
+    /// Creation time (100 ns units since 1601, the process's identity with its pid) and CPU
+    /// time used so far (kernel + user, 100 ns units).
+    pub fn times(&self) -> Option<(u64, u64)> {
+        let zero = FILETIME {
+            dwLowDateTime: 0,
+            dwHighDateTime: 0,
+        };
+        let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+        // SAFETY: four FILETIMEs owned here.
+        let ok =
+            unsafe { GetProcessTimes(self.0, &mut created, &mut exited, &mut kernel, &mut user) }
+                != 0;
+        ok.then(|| {
+            (
+                filetime(created),
+                filetime(kernel).saturating_add(filetime(user)),
+            )
+        })
+    }
+
+    /// The working set (resident memory) in bytes.
+    pub fn working_set(&self) -> Option<u64> {
+        let mut c = PROCESS_MEMORY_COUNTERS {
+            cb: u32::try_from(std::mem::size_of::<PROCESS_MEMORY_COUNTERS>()).unwrap_or(0),
+            ..Default::default()
+        };
+        // SAFETY: `c` is the struct whose size is passed.
+        let ok = unsafe { K32GetProcessMemoryInfo(self.0, &mut c, c.cb) } != 0;
+        ok.then_some(c.WorkingSetSize as u64)
+    }
+
+    /// Whether the process has ended (its handle is signalled), waiting at most `ms`.
+    pub fn wait_exit(&self, ms: u32) -> std::io::Result<bool> {
+        // SAFETY: a valid handle opened with SYNCHRONIZE (Access::Terminate).
+        match unsafe { WaitForSingleObject(self.0, ms) } {
+            WAIT_OBJECT_0 => Ok(true),
+            WAIT_TIMEOUT => Ok(false),
+            _ => Err(last_error()),
+        }
+    }
+
+    /// Ends the process (`TerminateProcess`); it ends with `code`.
+    pub fn terminate(&self, code: u32) -> std::io::Result<()> {
+        // SAFETY: a valid handle opened with PROCESS_TERMINATE.
+        if unsafe { TerminateProcess(self.0, code) } != 0 {
+            Ok(())
+        } else {
+            Err(last_error())
+        }
+    }
+
+    /// The relative id of the process's user SID (its last sub-authority): 1000 and up for
+    /// local users, 500 for the built-in Administrator, 18 for SYSTEM.
+    pub fn user_rid(&self) -> Option<u32> {
+        let mut token: HANDLE = std::ptr::null_mut();
+        // SAFETY: `token` receives a new handle, closed by the Handle below.
+        if unsafe { OpenProcessToken(self.0, TOKEN_QUERY, &mut token) } == 0 {
+            return None;
+        }
+        let token = Handle(token);
+        let mut buf = [0u64; 64];
+        let mut len = 0u32;
+        // SAFETY: `buf` is 512 bytes, 8-aligned; its size is passed.
+        let ok = unsafe {
+            GetTokenInformation(
+                token.0,
+                TokenUser,
+                buf.as_mut_ptr().cast::<c_void>(),
+                512,
+                &mut len,
+            )
+        } != 0;
+        if !ok {
+            return None;
+        }
+        // SAFETY: on success the buffer starts with a TOKEN_USER whose SID points into it.
+        unsafe {
+            let user = &*buf.as_ptr().cast::<TOKEN_USER>();
+            rid_of(user.User.Sid)
+        }
+    }
+
+    /// Whether the token of this process is elevated.
+    fn elevated(&self) -> bool {
+        let mut token: HANDLE = std::ptr::null_mut();
+        // SAFETY: as in `user_rid`.
+        if unsafe { OpenProcessToken(self.0, TOKEN_QUERY, &mut token) } == 0 {
+            return false;
+        }
+        let token = Handle(token);
+        let mut e = TOKEN_ELEVATION { TokenIsElevated: 0 };
+        let mut len = 0u32;
+        // SAFETY: `e` is the struct whose size is passed.
+        let ok = unsafe {
+            GetTokenInformation(
+                token.0,
+                TokenElevation,
+                (&raw mut e).cast::<c_void>(),
+                u32::try_from(std::mem::size_of::<TOKEN_ELEVATION>()).unwrap_or(0),
+                &mut len,
+            )
+        } != 0;
+        ok && e.TokenIsElevated != 0
+    }
+
+    /// Copies `len` bytes at `addr` of the process into a new buffer.
+    fn read(&self, addr: usize, len: usize) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let mut got = 0usize;
+        // SAFETY: `buf` has `len` bytes; Windows checks the remote range and fails cleanly.
+        let ok = unsafe {
+            ReadProcessMemory(
+                self.0,
+                addr as *const c_void,
+                buf.as_mut_ptr().cast::<c_void>(),
+                len,
+                &mut got,
+            )
+        } != 0;
+        (ok && got == len).then_some(buf)
+    }
+
+    fn read_u64(&self, addr: usize) -> Option<u64> {
+        let b = self.read(addr, 8)?;
+        Some(u64::from_le_bytes(b.try_into().ok()?))
+    }
+
+    /// The address of the process's `RTL_USER_PROCESS_PARAMETERS`, through its PEB.
+    fn parameters(&self) -> Option<usize> {
+        let peb = peb_address(self)?;
+        usize::try_from(self.read_u64(peb + PEB_PARAMETERS)?)
+            .ok()
+            .filter(|a| *a != 0)
+    }
+
+    /// The command line as the process was started with it (from its PEB), at most `cap`
+    /// UTF-16 units.
+    pub fn command_line(&self, cap: usize) -> Option<String> {
+        let params = self.parameters()?;
+        let head = self.read(params + PARAMS_COMMAND_LINE, 16)?;
+        let len = usize::from(u16::from_le_bytes([head[0], head[1]])) / 2;
+        let ptr = usize::try_from(u64::from_le_bytes(head[8..16].try_into().ok()?)).ok()?;
+        let units = self.read_utf16(ptr, len.min(cap))?;
+        Some(String::from_utf16_lossy(&units))
+    }
+
+    /// The environment block (`NAME=value` strings, NUL-separated), at most `cap` UTF-16 units.
+    pub fn environment(&self, cap: usize) -> Option<Vec<u16>> {
+        let params = self.parameters()?;
+        let ptr = usize::try_from(self.read_u64(params + PARAMS_ENVIRONMENT)?).ok()?;
+        let size = self
+            .read_u64(params + PARAMS_ENVIRONMENT_SIZE)
+            .and_then(|s| usize::try_from(s).ok())
+            .filter(|s| *s > 0)
+            .map_or(cap, |s| (s / 2).min(cap));
+        // Without a size (older layouts) read what is there, halving on a failed read.
+        let mut want = size;
+        while want >= 256 {
+            if let Some(units) = self.read_utf16(ptr, want) {
+                return Some(units);
+            }
+            want /= 2;
+        }
+        None
+    }
+
+    fn read_utf16(&self, addr: usize, units: usize) -> Option<Vec<u16>> {
+        let bytes = self.read(addr, units * 2)?;
+        Some(
+            bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect(),
+        )
+    }
+}
+
+/// Offsets in the 64-bit PEB and process parameters (stable since Windows XP x64; the same
+/// under Wine).
+const PEB_PARAMETERS: usize = 0x20;
+const PARAMS_COMMAND_LINE: usize = 0x70;
+const PARAMS_ENVIRONMENT: usize = 0x80;
+const PARAMS_ENVIRONMENT_SIZE: usize = 0x3F0;
+
+/// `PROCESS_BASIC_INFORMATION`, as NtQueryInformationProcess fills it.
+#[repr(C)]
+struct BasicInformation {
+    exit_status: i32,
+    peb: usize,
+    affinity: usize,
+    base_priority: i32,
+    pid: usize,
+    parent: usize,
+}
+
+fn peb_address(h: &Handle) -> Option<usize> {
+    use windows_sys::Wdk::System::Threading::{NtQueryInformationProcess, ProcessBasicInformation};
+    let mut info = BasicInformation {
+        exit_status: 0,
+        peb: 0,
+        affinity: 0,
+        base_priority: 0,
+        pid: 0,
+        parent: 0,
+    };
+    let mut len = 0u32;
+    // SAFETY: `info` is the documented layout of ProcessBasicInformation, its size passed.
+    let status = unsafe {
+        NtQueryInformationProcess(
+            h.0,
+            ProcessBasicInformation,
+            (&raw mut info).cast::<c_void>(),
+            u32::try_from(std::mem::size_of::<BasicInformation>()).unwrap_or(0),
+            &mut len,
+        )
+    };
+    (status >= 0 && info.peb != 0).then_some(info.peb)
+}
+
+/// A Windows command line split into arguments the way the C runtime splits it
+/// (`CommandLineToArgvW`).
+pub fn split_command_line(line: &str) -> Vec<String> {
+    if line.trim().is_empty() {
+        return Vec::new();
+    }
+    let wide: Vec<u16> = line.encode_utf16().chain(std::iter::once(0)).collect();
+    let mut n = 0i32;
+    // SAFETY: `wide` is NUL-terminated; the result is freed with LocalFree below.
+    let argv = unsafe { CommandLineToArgvW(wide.as_ptr(), &mut n) };
+    if argv.is_null() {
+        return vec![line.to_owned()];
+    }
+    let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+    for i in 0..usize::try_from(n).unwrap_or(0) {
+        // SAFETY: argv holds `n` NUL-terminated strings.
+        unsafe {
+            let p = *argv.add(i);
+            let mut len = 0usize;
+            while *p.add(len) != 0 {
+                len += 1;
+            }
+            out.push(String::from_utf16_lossy(std::slice::from_raw_parts(p, len)));
+        }
+    }
+    // SAFETY: the block CommandLineToArgvW allocated, freed once.
+    unsafe {
+        LocalFree(argv.cast::<c_void>());
+    }
+    out
+}
+
+/// The RID of the SID a SID pointer names (its last sub-authority).
+///
+/// # Safety
+/// `sid` must point to a valid SID that outlives the call.
+unsafe fn rid_of(sid: windows_sys::Win32::Security::PSID) -> Option<u32> {
+    // SAFETY: the caller passes a valid SID.
+    unsafe {
+        let n = *GetSidSubAuthorityCount(sid);
+        (n > 0).then(|| *GetSidSubAuthority(sid, u32::from(n) - 1))
+    }
+}
+
+/// The RID of the owner of an open file (from its security descriptor).
+pub fn file_owner(file: &std::fs::File) -> Option<u32> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Security::Authorization::{GetSecurityInfo, SE_FILE_OBJECT};
+    use windows_sys::Win32::Security::{OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID};
+    let mut owner: PSID = std::ptr::null_mut();
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: the file's handle is valid while `file` lives; `owner` points into `sd`, which
+    // is freed once below.
+    unsafe {
+        let rc = GetSecurityInfo(
+            file.as_raw_handle().cast(),
+            SE_FILE_OBJECT,
+            OWNER_SECURITY_INFORMATION,
+            &mut owner,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut sd,
+        );
+        let rid = if rc == 0 && !owner.is_null() {
+            rid_of(owner)
+        } else {
+            None
+        };
+        if !sd.is_null() {
+            LocalFree(sd.cast());
+        }
+        rid
+    }
+}
+
+/// The user debugtop runs as (the RID of its token's SID).
+pub fn own_user() -> Option<u32> {
+    // SAFETY: the pseudo-handle of the current process needs no closing; it is wrapped only
+    // for the duration of the call and forgotten, never closed.
+    let me = std::mem::ManuallyDrop::new(Handle(unsafe { GetCurrentProcess() }));
+    me.user_rid()
+}
+
+/// Whether debugtop's own token is elevated.
+pub fn own_token_elevated() -> bool {
+    // SAFETY: as in `own_user`.
+    let me = std::mem::ManuallyDrop::new(Handle(unsafe { GetCurrentProcess() }));
+    me.elevated()
+}
+
+/// Listening TCP ports (IPv4 and IPv6) with the pid that owns each (`GetExtendedTcpTable`).
+pub fn listening_ports() -> Vec<(u16, u32)> {
+    use windows_sys::Win32::NetworkManagement::IpHelper::{
+        GetExtendedTcpTable, TCP_TABLE_OWNER_PID_LISTENER,
+    };
+    use windows_sys::Win32::Networking::WinSock::{AF_INET, AF_INET6};
+    let mut out = Vec::new();
+    // Row sizes of MIB_TCPROW_OWNER_PID (24) and MIB_TCP6ROW_OWNER_PID (56); the local port
+    // is at byte 8 and 20 (network order in the low 16 bits), the pid at 20 and 52.
+    for (family, row, port_at, pid_at) in
+        [(AF_INET, 24usize, 8usize, 20usize), (AF_INET6, 56, 20, 52)]
+    {
+        let mut size = 0u32;
+        // SAFETY: a null buffer with size 0 asks for the size needed.
+        unsafe {
+            GetExtendedTcpTable(
+                std::ptr::null_mut(),
+                &mut size,
+                0,
+                u32::from(family),
+                TCP_TABLE_OWNER_PID_LISTENER,
+                0,
+            );
+        }
+        let mut buf = vec![0u32; (size as usize).div_ceil(4) + 64];
+        let mut len = u32::try_from(buf.len() * 4).unwrap_or(u32::MAX);
+        // SAFETY: `buf` has `len` bytes, 4-aligned as the table is.
+        let rc = unsafe {
+            GetExtendedTcpTable(
+                buf.as_mut_ptr().cast::<c_void>(),
+                &mut len,
+                0,
+                u32::from(family),
+                TCP_TABLE_OWNER_PID_LISTENER,
+                0,
+            )
+        };
+        if rc != 0 {
+            continue;
+        }
+        let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let n = bytes
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, |b| u32::from_le_bytes(b) as usize);
+        for i in 0..n {
+            let at = 4 + i * row;
+            let (Some(p), Some(o)) = (
+                bytes.get(at + port_at..at + port_at + 2),
+                bytes.get(at + pid_at..at + pid_at + 4),
+            ) else {
+                break;
+            };
+            let port = u16::from_be_bytes([p[0], p[1]]);
+            let pid = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
+            out.push((port, pid));
+        }
+    }
+    out
+}
