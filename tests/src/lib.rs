@@ -8,6 +8,7 @@ pub mod mcp;
 pub mod nobody;
 pub mod procs;
 pub mod sshd;
+pub mod wine;
 
 use std::time::{Duration, Instant};
 

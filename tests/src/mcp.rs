@@ -35,6 +35,17 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// `GET /health` of a server on a loopback port, parsed.
+pub fn health_at(port: u16) -> std::io::Result<Value> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    let json = body.split("\r\n\r\n").nth(1).unwrap_or("");
+    serde_json::from_str(json).map_err(std::io::Error::other)
+}
+
 /// A running mcp-debugger in HTTP mode, owned by the test.
 #[derive(Debug)]
 pub struct Server {
@@ -78,13 +89,7 @@ impl Server {
 
     /// `GET /health`, parsed.
     pub fn health(&self) -> std::io::Result<Value> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(2)))?;
-        s.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
-        let mut body = String::new();
-        s.read_to_string(&mut body)?;
-        let json = body.split("\r\n\r\n").nth(1).unwrap_or("");
-        serde_json::from_str(json).map_err(std::io::Error::other)
+        health_at(self.port)
     }
 
     /// The MCP endpoint.

@@ -75,6 +75,22 @@ impl Spawned {
         Self { child, pid, ticks }
     }
 
+    /// Spawns `cmd` with its stdout and stderr written to `out` (a program that cannot write
+    /// to a pipe: Windows node under Wine).
+    pub fn spawn_to_file(cmd: &mut Command, out: &std::path::Path) -> Self {
+        let file = std::fs::File::create(out).expect("output file");
+        let err = file.try_clone().expect("output file");
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot spawn {cmd:?}: {e}"));
+        let pid = child.id();
+        let ticks = start_ticks(pid).unwrap_or(0);
+        Self { child, pid, ticks }
+    }
+
     /// Reads one line of the child's stdout (waiting up to `timeout`).
     pub fn read_line(&mut self, timeout: Duration) -> String {
         let out = self.child.stdout.take().expect("stdout already taken");

@@ -1,0 +1,375 @@
+//! debugtop on Windows, for real: the Windows `debugtop-cli.exe` (cross-built from the same
+//! core) under Wine, next to the real mcp-debugger 0.24.2 on npm's Windows node, with the real
+//! proxy worker and mock adapter it spawns; and the Linux CLI beside them and reaching them
+//! through a `cmd:` target. Every process here lives in the test's own Wine prefix and ends
+//! with it; kills go through debugtop and are verified.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use debugtop_e2e::mcp::Client;
+use debugtop_e2e::wine::{seed_bug_stand_in, win, WinServer, Wine};
+use debugtop_e2e::{fixture, wait_for};
+use nix::sys::signal::Signal;
+use serde_json::{json, Value};
+
+const CLI: &str = env!("CARGO_BIN_EXE_debugtop-cli");
+
+/// Wine is heavy on two cores: one Windows world at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A paused mock session on the Windows server, started over MCP from Linux.
+async fn paused_mock_session(server: &WinServer) -> (Client, String) {
+    let client = Client::connect(&server.url()).await;
+    let session = client.create_session("mock", "win-mock").await;
+    let script = win(Path::new(&fixture("mock/script.js")));
+    let started = client.start(&session, &script).await;
+    assert!(
+        started.to_string().contains("paused"),
+        "the mock session did not pause: {started}"
+    );
+    (client, session)
+}
+
+fn procs(snap: &Value) -> Vec<Value> {
+    snap["processes"].as_array().cloned().unwrap_or_default()
+}
+
+fn proc_of(snap: &Value, pid: u32) -> Option<Value> {
+    procs(snap).into_iter().find(|p| p["pid"] == pid)
+}
+
+/// The worker and adapter of `session` in a Windows snapshot (pids).
+fn chain_of(snap: &Value, session: &str) -> (u32, u32) {
+    let ps = procs(snap);
+    let pid = |role: &str| {
+        ps.iter()
+            .find(|p| p["role"] == role && p["session_id"] == session)
+            .and_then(|p| p["pid"].as_u64())
+            .map(|p| u32::try_from(p).unwrap())
+            .unwrap_or_else(|| panic!("no {role} of {session}: {snap:#}"))
+    };
+    (pid("worker"), pid("adapter"))
+}
+
+fn audit(wine: &Wine) -> (i32, Value) {
+    let (code, out, err) = wine.cli(&["audit", "--json"]);
+    let doc = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    (code, doc)
+}
+
+fn findings(doc: &Value) -> Vec<Value> {
+    doc["findings"].as_array().cloned().unwrap_or_default()
+}
+
+/// The Linux pids of this prefix's Windows processes (their environment names the prefix).
+fn linux_pids_of(wine: &Wine) -> Vec<u32> {
+    let needle = format!("WINEPREFIX={}", wine.dir.path().join("prefix").display());
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_server_on_windows_node_audits_clean_with_its_windows_tree() {
+    let _one = one_at_a_time();
+    let wine = Wine::new();
+    let server = WinServer::start(&wine);
+    let (client, session) = paused_mock_session(&server).await;
+
+    let (code, doc) = audit(&wine);
+    assert_eq!(code, 0, "a healthy Windows server raises nothing: {doc:#}");
+
+    let snap = wine.snapshot();
+    let (worker, adapter) = chain_of(&snap, &session);
+    let w = proc_of(&snap, worker).unwrap();
+    let a = proc_of(&snap, adapter).unwrap();
+    let s = proc_of(&snap, server.pid).unwrap();
+    assert_eq!(s["role"], "server");
+    assert_eq!(w["ppid"], server.pid, "the worker is the server's child");
+    assert_eq!(a["ppid"], worker, "the adapter is the worker's child");
+    assert_eq!(w["server_pid"], server.pid);
+    assert!(
+        w["argv"].to_string().contains("proxy-bootstrap.js")
+            && w["argv"]
+                .to_string()
+                .contains(&format!("--mcp-owner-pid={}", server.pid)),
+        "the worker's whole command line, read through its PEB: {w}"
+    );
+    assert!(
+        procs(&snap)
+            .iter()
+            .all(|p| !p["argv"].to_string().to_lowercase().contains("conhost.exe")),
+        "conhost.exe is its console owner's, not a node of the tree: {snap:#}"
+    );
+    assert!(
+        w["uid"].is_u64() && w["uid"] == s["uid"],
+        "owners from the token's SID: {w} {s}"
+    );
+    assert!(
+        w["start_time"].as_str() >= s["start_time"].as_str(),
+        "creation times: the worker after its server"
+    );
+    assert!(
+        snap["debug_sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["id"] == session.as_str() && d["state"] == "paused"),
+        "the session, from /health and the logs the server writes on Windows: {snap:#}"
+    );
+    assert!(
+        snap["tree"].to_string().contains(&session),
+        "the tree holds the session"
+    );
+
+    // The Linux CLI beside the Wine server: Wine's processes are counted, never judged (their
+    // command lines name Windows pids, not Linux ones).
+    let ours = linux_pids_of(&wine);
+    assert!(!ours.is_empty());
+    let out = std::process::Command::new(CLI)
+        .arg("snapshot")
+        .output()
+        .unwrap();
+    let linux: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for f in findings(&linux) {
+        assert!(
+            !f["pids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| ours.iter().any(|o| p == o)),
+            "the Linux CLI judged a Wine process: {f:#}"
+        );
+    }
+    let table = linux["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "process-table")
+        .unwrap()["detail"]
+        .to_string();
+    assert!(table.contains("run by Wine, not judged here"), "{table}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_leak_on_windows_is_a_leaked_worker_terminated_by_its_finding_id() {
+    let _one = one_at_a_time();
+    let wine = Wine::new();
+    let server = WinServer::start(&wine);
+    let (client, session) = paused_mock_session(&server).await;
+    let (_harness, worker, leaked) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
+
+    let found = wait_for(Duration::from_secs(60), || {
+        let (code, doc) = audit(&wine);
+        let f = findings(&doc)
+            .into_iter()
+            .find(|f| f["kind"] == "leaked-worker" && f["pids"] == json!([worker]))?;
+        assert_eq!(code, 1, "{doc:#}");
+        Some((f, doc))
+    })
+    .expect("the stand-in is a leaked worker");
+    let (f, doc) = found;
+    assert_eq!(f["session_id"], leaked.as_str());
+    assert_eq!(
+        findings(&doc).len(),
+        1,
+        "only the leak: the server's own session is healthy ({session}): {doc:#}"
+    );
+    let plan = &f["plan"];
+    assert_eq!(plan["method"], "terminate", "{plan:#}");
+    let planned: Vec<u64> = plan["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect();
+    assert!(planned.contains(&u64::from(worker)), "{planned:?}");
+
+    let id = f["id"].as_str().unwrap();
+    let (code, out, err) = wine.cli(&["kill", id, "--dry-run"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("terminate worker") && !out.contains("SIGTERM worker"),
+        "Windows has no SIGTERM for these processes; the plan says so: {out}"
+    );
+    let (code, out, err) = wine.cli(&["kill", id, "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("worker {worker}: terminated")),
+        "{out}"
+    );
+
+    let snap = wine.snapshot();
+    for pid in &planned {
+        assert!(
+            proc_of(&snap, u32::try_from(*pid).unwrap()).is_none(),
+            "planned pid {pid} is gone"
+        );
+    }
+    let (code, doc) = audit(&wine);
+    assert_eq!(code, 0, "healthy again: {doc:#}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_on_windows_orphans_only_what_ran_outside_the_servers_job() {
+    let _one = one_at_a_time();
+    let wine = Wine::new();
+    let mut server = WinServer::start(&wine);
+    let (_client, session) = paused_mock_session(&server).await;
+    let (_harness, stand_in, _) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
+    let snap = wine.snapshot();
+    let (worker, adapter) = chain_of(&snap, &session);
+    let stand_in_adapter = procs(&snap)
+        .iter()
+        .find(|p| p["ppid"] == stand_in && p["role"] == "adapter")
+        .and_then(|p| p["pid"].as_u64())
+        .unwrap_or_else(|| panic!("the stand-in's adapter: {snap:#}"));
+
+    // A monitor across the crash.
+    let stream = wine.dir.path().join("watch.ndjson");
+    let _watch = wine.cli_spawn(&["watch", "--json", "--interval", "1000"], &stream);
+    wait_for(Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&stream).ok()?;
+        (text.lines().count() >= 2).then_some(())
+    })
+    .expect("watch streams");
+
+    // The crash: the server's process ends at once, as Windows sees a crash.
+    server.proc.signal(Signal::SIGKILL);
+    server.proc.reap();
+    let crashed = Instant::now();
+    let orphan = wait_for(Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&stream).ok()?;
+        text.lines().rev().find_map(|l| {
+            let u: Value = serde_json::from_str(l).ok()?;
+            u["snapshot"]["findings"]
+                .as_array()?
+                .iter()
+                .find(|f| f["kind"] == "orphaned-worker" && f["pids"] == json!([stand_in]))
+                .cloned()
+        })
+    })
+    .expect("watch reports the orphaned stand-in");
+    eprintln!(
+        "watch --json named the orphan {:.1} s after the crash (interval 1 s)",
+        crashed.elapsed().as_secs_f64()
+    );
+    assert!(
+        orphan["evidence"]
+            .to_string()
+            .contains(&format!("no mcp-debugger server with pid {}", server.pid)),
+        "{orphan:#}"
+    );
+
+    // Node on Windows puts what it spawns in a job object that dies with it: the server's own
+    // worker and adapter are gone, and nothing of theirs is flagged.
+    let snap = wine.snapshot();
+    for pid in [worker, adapter] {
+        assert!(
+            proc_of(&snap, pid).is_none(),
+            "{pid} died with the job: {snap:#}"
+        );
+    }
+    let (code, doc) = audit(&wine);
+    assert_eq!(code, 1, "{doc:#}");
+    let all = findings(&doc);
+    assert_eq!(all.len(), 1, "only the stand-in outside the job: {doc:#}");
+    let f = &all[0];
+    assert_eq!(f["kind"], "orphaned-worker");
+    let planned: Vec<u64> = f["plan"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        planned.contains(&u64::from(stand_in)) && planned.contains(&stand_in_adapter),
+        "the worker and its adapter: {planned:?}"
+    );
+    let (code, out, err) = wine.cli(&["kill", f["id"].as_str().unwrap(), "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("worker {stand_in}: terminated")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("adapter {stand_in_adapter}: terminated")),
+        "{out}"
+    );
+    let (code, doc) = audit(&wine);
+    assert_eq!(code, 0, "nothing left: {doc:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_windows_machine_is_a_cmd_target_of_the_linux_cli_audited_and_killed_across() {
+    let _one = one_at_a_time();
+    let wine = Wine::new();
+    let server = WinServer::start(&wine);
+    let (client, _session) = paused_mock_session(&server).await;
+    let (_harness, worker, _) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
+    let target = format!("cmd:{}", wine.target_argv().join(" "));
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(CLI).args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let found = wait_for(Duration::from_secs(90), || {
+        let (code, out, err) = run(&["audit", "--json", "--target", &target]);
+        let doc: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+        let remote = &doc["targets"][0];
+        assert!(remote["error"].is_null(), "{doc:#}");
+        let f = remote["result"]["findings"]
+            .as_array()?
+            .iter()
+            .find(|f| f["kind"] == "leaked-worker" && f["pids"] == json!([worker]))
+            .cloned()?;
+        assert_eq!(code, Some(1), "{err}");
+        Some(f)
+    })
+    .expect("the Windows leak, seen from Linux through the cmd: target");
+    assert_eq!(
+        f_method(&found),
+        "terminate",
+        "the far side's plan: {found:#}"
+    );
+    let id = found["id"].as_str().unwrap();
+
+    let (code, out, err) = run(&["kill", "--target", &target, id, "--yes"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("plan on cmd:env"), "{out}");
+    assert!(
+        out.contains("terminate worker"),
+        "the far side's words: {out}"
+    );
+    assert!(out.contains("terminated"), "{out}");
+    assert!(
+        proc_of(&wine.snapshot(), worker).is_none(),
+        "the worker is gone on the Windows side"
+    );
+    client.close().await;
+}
+
+fn f_method(f: &Value) -> String {
+    f["plan"]["method"].as_str().unwrap_or_default().to_owned()
+}
