@@ -49,11 +49,14 @@ ui:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p debugtop-cli -p debugtop-core --target x86_64-pc-windows-gnu -- -D warnings
 	cd ui && npm run check
 
-# The Windows CLI (a debug cross-build) is what tests/tests/windows.rs runs under Wine.
+# The Windows CLI and the kill's identity driver (debug cross-builds) are what
+# crates/debugtop-cli/tests/windows.rs runs under Wine.
 test-rust:
 	$(CARGO) build -p debugtop-cli --target x86_64-pc-windows-gnu
+	$(CARGO) build -p debugtop-core --example replaced_pid --target x86_64-pc-windows-gnu
 	$(CARGO) test --workspace
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the

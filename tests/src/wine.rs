@@ -24,15 +24,15 @@ fn kit() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".wine")
 }
 
+/// Where the workspace's debug cross-build for Windows puts its programs.
+pub fn windows_build() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/x86_64-pc-windows-gnu/debug")
+}
+
 /// The Windows CLI: `DEBUGTOP_WINDOWS_CLI`, else the workspace's debug cross-build.
 pub fn windows_cli() -> PathBuf {
-    std::env::var_os("DEBUGTOP_WINDOWS_CLI").map_or_else(
-        || {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../target/x86_64-pc-windows-gnu/debug/debugtop-cli.exe")
-        },
-        PathBuf::from,
-    )
+    std::env::var_os("DEBUGTOP_WINDOWS_CLI")
+        .map_or_else(|| windows_build().join("debugtop-cli.exe"), PathBuf::from)
 }
 
 fn require(path: &Path, what: &str, fix: &str) {
@@ -122,10 +122,28 @@ impl Wine {
 
     /// Runs the Windows CLI to its end: exit code, stdout, stderr.
     pub fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        self.run(&self.cli, args)
+    }
+
+    /// Runs another program of this build for Windows (copied beside the CLI, where the
+    /// ProcessPrng stand-in is) to its end: exit code, stdout, stderr.
+    pub fn run_built(&self, exe: &Path, args: &[&str]) -> (i32, String, String) {
+        require(
+            exe,
+            "a Windows program of this build",
+            "run `make test` (it cross-builds the CLI and the examples the tests run)",
+        );
+        let name = exe.file_name().expect("a file name");
+        let copy = self.cli.with_file_name(name);
+        std::fs::copy(exe, &copy).expect("copy the program");
+        self.run(&copy, args)
+    }
+
+    fn run(&self, program: &Path, args: &[&str]) -> (i32, String, String) {
         let out = self.dir.path().join("cli.out");
         let err = self.dir.path().join("cli.err");
         let mut child = self
-            .command(&self.cli)
+            .command(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).expect("out"))
@@ -135,7 +153,7 @@ impl Wine {
         let status = wait_for(Duration::from_secs(180), || child.try_wait().ok().flatten())
             .unwrap_or_else(|| {
                 let _ = child.kill();
-                panic!("debugtop-cli.exe {args:?} did not finish in 180 s")
+                panic!("{} {args:?} did not finish in 180 s", program.display())
             });
         (
             status.code().unwrap_or(-1),

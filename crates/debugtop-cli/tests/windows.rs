@@ -137,6 +137,11 @@ async fn a_healthy_server_on_windows_node_audits_clean_with_its_windows_tree() {
         snap["tree"].to_string().contains(&session),
         "the tree holds the session"
     );
+    let table = snap["sources"].to_string();
+    assert!(
+        table.contains("CPU cannot be measured here"),
+        "under Wine the collector says CPU is not measured: {table}"
+    );
 
     // The Linux CLI beside the Wine server: Wine's processes are counted, never judged (their
     // command lines name Windows pids, not Linux ones).
@@ -372,4 +377,24 @@ async fn a_windows_machine_is_a_cmd_target_of_the_linux_cli_audited_and_killed_a
 
 fn f_method(f: &Value) -> String {
     f["plan"]["method"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_replaced_pid_is_refused_never_terminated_on_windows() {
+    let _one = one_at_a_time();
+    let wine = Wine::new();
+    let exe = debugtop_e2e::wine::windows_build().join("examples/replaced_pid.exe");
+    let (code, out, err) = wine.run_built(&exe, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "replaced refused: identity changed since the plan (the pid now belongs to another process)",
+            "alive-after-refusal true",
+            "same terminated",
+            "gone-after-terminate true",
+        ],
+        "{out}{err}"
+    );
 }

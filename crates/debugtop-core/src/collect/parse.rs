@@ -109,6 +109,32 @@ pub fn basename(s: &str) -> &str {
     s.rsplit(['/', '\\']).next().unwrap_or(s)
 }
 
+/// The (port, owning pid) rows of a Windows `MIB_TCPTABLE_OWNER_PID` or
+/// `MIB_TCP6TABLE_OWNER_PID` as `GetExtendedTcpTable` fills it: a little-endian row count,
+/// then rows of `row` bytes with the local port (network order) at `port_at` and the pid
+/// (little-endian) at `pid_at`. A count past the buffer stops at the last whole row.
+pub fn tcp_owner_table(bytes: &[u8], row: usize, port_at: usize, pid_at: usize) -> Vec<(u16, u32)> {
+    let n = bytes
+        .get(..4)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, |b| u32::from_le_bytes(b) as usize);
+    let mut out = Vec::new();
+    for i in 0..n {
+        let at = 4 + i * row;
+        let (Some(p), Some(o)) = (
+            bytes.get(at + port_at..at + port_at + 2),
+            bytes.get(at + pid_at..at + pid_at + 4),
+        ) else {
+            break;
+        };
+        out.push((
+            u16::from_be_bytes([p[0], p[1]]),
+            u32::from_le_bytes([o[0], o[1], o[2], o[3]]),
+        ));
+    }
+    out
+}
+
 /// The fields of `/proc/<pid>/stat` the collector needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatFields {
@@ -339,5 +365,21 @@ NODE_INSPECTOR_INFO={\"ipcAddress\":\"/tmp/s\",\"pid\":\"777\"}\0";
         ] {
             assert_eq!(parse_stat(raw), None, "{raw:?}");
         }
+    }
+
+    #[test]
+    fn a_windows_tcp_owner_table_gives_ports_and_pids_and_stops_at_its_end() {
+        // Two IPv4 rows (24 bytes: state, local addr, local port, remote addr, remote port,
+        // pid), listening on 39778 (pid 32) and 443 (pid 4); the count says three.
+        let mut t = 3u32.to_le_bytes().to_vec();
+        for (port, pid) in [(39778u16, 32u32), (443, 4)] {
+            let mut row = vec![0u8; 24];
+            row[8..10].copy_from_slice(&port.to_be_bytes());
+            row[20..24].copy_from_slice(&pid.to_le_bytes());
+            t.extend(row);
+        }
+        assert_eq!(tcp_owner_table(&t, 24, 8, 20), vec![(39778, 32), (443, 4)]);
+        assert!(tcp_owner_table(&[], 24, 8, 20).is_empty());
+        assert!(tcp_owner_table(&[1, 0], 24, 8, 20).is_empty());
     }
 }

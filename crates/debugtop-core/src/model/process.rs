@@ -592,6 +592,10 @@ pub struct ScanStats {
     /// which are not this table's pids).
     #[serde(default)]
     pub wine: u32,
+    /// Other processes' CPU cannot be measured here (Windows under Wine): CPU is unknown and
+    /// spinning is not judged.
+    #[serde(default)]
+    pub cpu_unmeasured: bool,
     /// Wall time of the scan, in microseconds.
     #[ts(type = "number")]
     pub duration_us: u64,

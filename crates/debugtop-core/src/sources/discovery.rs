@@ -1,6 +1,6 @@
 //! Discovery: for each server found in the process table, where to ask and what to read — the
-//! ports it really listens on (from `/proc/net/tcp{,6}` matched against its socket fds, not argv
-//! alone) and every log file that belongs to it (mcp-debugger.md §2).
+//! ports it really listens on (from `/proc/net/tcp{,6}` matched against its socket fds on
+//! Linux, the TCP table's owning pids on Windows; not argv alone) and every log file that belongs to it (mcp-debugger.md §2).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -184,12 +184,14 @@ fn socket_inodes(pid: u32) -> HashSet<u64> {
 
 /// Non-Linux: not available from here.
 #[cfg(not(target_os = "linux"))]
+#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
 fn socket_inodes(_pid: u32) -> HashSet<u64> {
     HashSet::new()
 }
 
 /// The (port, inode) of each LISTEN socket among `inodes`, from the TCP tables of `pid`'s own
 /// network namespace. Reading a table walks the kernel's whole established-socket hash.
+#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
 fn listeners(pid: u32, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
     if inodes.is_empty() {
         return Vec::new();
@@ -210,6 +212,7 @@ fn ports_of(rows: &[(u16, u64)]) -> Vec<u16> {
 
 /// The (port, inode) of the LISTEN (`0A`) rows of a `/proc/net/tcp` table whose inode is in
 /// `inodes`.
+#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
 fn listening_rows(table: &str, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
     table
         .lines()
@@ -232,6 +235,7 @@ fn listening_rows(table: &str, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
 
 /// How many ticks a remembered listener stands before the tables are read again anyway (a
 /// second listener opened beside the first).
+#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
 const RECHECK_EVERY: u32 = 30;
 
 /// One server's listening ports, remembered while the sockets they were found on are still
@@ -240,6 +244,7 @@ const RECHECK_EVERY: u32 = 30;
 /// a server's listener does not change from one tick to the next. Read again when one of those
 /// sockets closes, while none was found, and every [`RECHECK_EVERY`] ticks.
 #[derive(Debug, Default)]
+#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
 pub struct PortMemo {
     listeners: Vec<(u16, u64)>,
     since_read: u32,
@@ -248,11 +253,29 @@ pub struct PortMemo {
 impl PortMemo {
     /// Where `server` listens, from the memo while it stands.
     pub fn endpoints(&mut self, server: &ServerInfo) -> Endpoints {
+        #[cfg(windows)]
+        {
+            // Windows says which pid owns each listening socket (GetExtendedTcpTable).
+            let rows: Vec<(u16, u64)> = crate::collect::windows::listening_ports()
+                .into_iter()
+                .filter(|(_, pid)| *pid == server.pid)
+                .map(|(port, _)| (port, 0))
+                .collect();
+            endpoints_on(server, ports_of(&rows))
+        }
+        #[cfg(not(windows))]
+        self.endpoints_from_sockets(server)
+    }
+
+    /// Where `server` listens, from its socket descriptors and the TCP tables.
+    #[cfg(not(windows))]
+    fn endpoints_from_sockets(&mut self, server: &ServerInfo) -> Endpoints {
         let inodes = socket_inodes(server.pid);
         endpoints_on(server, self.ports(&inodes, |i| listeners(server.pid, i)))
     }
 
     /// The ports, read with `read` unless the remembered listeners are all still open.
+    #[cfg_attr(windows, allow(dead_code))]
     fn ports(
         &mut self,
         inodes: &HashSet<u64>,

@@ -417,6 +417,20 @@ pub fn file_owner(file: &std::fs::File) -> Option<u32> {
     }
 }
 
+/// Whether this Windows is Wine (its ntdll exports `wine_get_version`).
+pub fn is_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
+    let name: Vec<u16> = "ntdll.dll"
+        .encode_utf16()
+        .chain(std::iter::once(0))
+        .collect();
+    // SAFETY: NUL-terminated names; ntdll is loaded in every process and never unloaded.
+    unsafe {
+        let ntdll = GetModuleHandleW(name.as_ptr());
+        !ntdll.is_null() && GetProcAddress(ntdll, c"wine_get_version".as_ptr().cast()).is_some()
+    }
+}
+
 /// The user debugtop runs as (the RID of its token's SID).
 pub fn own_user() -> Option<u32> {
     // SAFETY: the pseudo-handle of the current process needs no closing; it is wrapped only
@@ -473,22 +487,9 @@ pub fn listening_ports() -> Vec<(u16, u32)> {
             continue;
         }
         let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let n = bytes
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .map_or(0, |b| u32::from_le_bytes(b) as usize);
-        for i in 0..n {
-            let at = 4 + i * row;
-            let (Some(p), Some(o)) = (
-                bytes.get(at + port_at..at + port_at + 2),
-                bytes.get(at + pid_at..at + pid_at + 4),
-            ) else {
-                break;
-            };
-            let port = u16::from_be_bytes([p[0], p[1]]);
-            let pid = u32::from_le_bytes([o[0], o[1], o[2], o[3]]);
-            out.push((port, pid));
-        }
+        out.extend(crate::collect::parse::tcp_owner_table(
+            &bytes, row, port_at, pid_at,
+        ));
     }
     out
 }
