@@ -240,27 +240,50 @@ async fn a_crash_on_windows_orphans_only_what_ran_outside_the_servers_job() {
     let mut server = WinServer::start(&wine);
     let (_client, session) = paused_mock_session(&server).await;
     let (_harness, stand_in, _) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
-    let snap = wine.snapshot();
+    let (snap, stand_in_adapter) = wait_for(Duration::from_secs(60), || {
+        let snap = wine.snapshot();
+        let adapter = procs(&snap)
+            .iter()
+            .find(|p| p["ppid"] == stand_in && p["role"] == "adapter")
+            .and_then(|p| p["pid"].as_u64())?;
+        Some((snap, adapter))
+    })
+    .expect("the stand-in starts its adapter");
     let (worker, adapter) = chain_of(&snap, &session);
-    let stand_in_adapter = procs(&snap)
-        .iter()
-        .find(|p| p["ppid"] == stand_in && p["role"] == "adapter")
-        .and_then(|p| p["pid"].as_u64())
-        .unwrap_or_else(|| panic!("the stand-in's adapter: {snap:#}"));
 
-    // A monitor across the crash.
+    // Monitors across the crash: one ticking every second, one every 30 s whose only early
+    // tick can come from the exit watcher (thread-pool waits on process handles).
     let stream = wine.dir.path().join("watch.ndjson");
     let _watch = wine.cli_spawn(&["watch", "--json", "--interval", "1000"], &stream);
-    wait_for(Duration::from_secs(60), || {
-        let text = std::fs::read_to_string(&stream).ok()?;
-        (text.lines().count() >= 2).then_some(())
-    })
-    .expect("watch streams");
+    let slow = wine.dir.path().join("slow.ndjson");
+    let _slow = wine.cli_spawn(&["watch", "--json", "--interval", "30000"], &slow);
+    for s in [&stream, &slow] {
+        wait_for(Duration::from_secs(60), || {
+            let text = std::fs::read_to_string(s).ok()?;
+            (text.lines().count() >= 2).then_some(())
+        })
+        .expect("watch streams");
+    }
 
     // The crash: the server's process ends at once, as Windows sees a crash.
     server.proc.signal(Signal::SIGKILL);
     server.proc.reap();
     let crashed = Instant::now();
+    let exited = format!("server {} exited", server.pid);
+    wait_for(Duration::from_secs(15), || {
+        let text = std::fs::read_to_string(&slow).ok()?;
+        text.contains(&exited).then_some(())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the 30 s monitor did not tick on the server's exit: {}",
+            std::fs::read_to_string(&slow).unwrap_or_default()
+        )
+    });
+    eprintln!(
+        "the 30 s monitor streamed the exit {:.1} s after the crash",
+        crashed.elapsed().as_secs_f64()
+    );
     let orphan = wait_for(Duration::from_secs(60), || {
         let text = std::fs::read_to_string(&stream).ok()?;
         text.lines().rev().find_map(|l| {

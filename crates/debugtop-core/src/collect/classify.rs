@@ -764,4 +764,111 @@ mod tests {
         );
         assert_eq!(pkg_dir_of("/usr/bin/mcp-debugger"), None);
     }
+
+    #[test]
+    fn windows_command_lines_have_the_same_roles() {
+        let pkg = r"C:\Users\me\AppData\Roaming\npm\node_modules\@debugmcp\mcp-debugger";
+        let node = r"C:\Program Files\nodejs\node.exe";
+        let argv = |rest: &[&str]| -> Vec<String> {
+            std::iter::once(node)
+                .chain(rest.iter().copied())
+                .map(String::from)
+                .collect()
+        };
+        let server = classify(
+            &argv(&[
+                &format!(r"{pkg}\dist\cli.mjs"),
+                "http",
+                "-p",
+                "3901",
+                "--log-file",
+                r"C:\l\s.log",
+            ]),
+            &none(),
+        );
+        assert_eq!(
+            server,
+            Signature::Server {
+                mode: ServerMode::Http,
+                port: Some(3901),
+                // The log file as written: the server opens it by that name.
+                log_file: Some(r"C:\l\s.log".into()),
+                script: format!("{}/dist/cli.mjs", pkg.replace('\\', "/")),
+            }
+        );
+        assert_eq!(
+            pkg_dir_of(match &server {
+                Signature::Server { script, .. } => script,
+                _ => unreachable!(),
+            }),
+            Some(pkg.replace('\\', "/"))
+        );
+        let worker = classify(
+            &argv(&[
+                "--trace-uncaught",
+                &format!(r"{pkg}\dist\proxy\proxy-bootstrap.js"),
+                "--mcp-owner-pid=32",
+                "--mcp-session-id=638a18ef-0000-4000-8000-000000000001",
+            ]),
+            &none(),
+        );
+        assert!(
+            matches!(worker, Signature::Worker { owner_pid: 32, .. }),
+            "{worker:?}"
+        );
+        let mock = classify(
+            &argv(&[
+                &format!(r"{pkg}\dist\mock-adapter-process.cjs"),
+                "--port",
+                "1",
+                "--session",
+                "638a18ef-0000-4000-8000-000000000001",
+            ]),
+            &none(),
+        );
+        assert!(
+            matches!(
+                mock,
+                Signature::Adapter {
+                    language: Language::Mock,
+                    ..
+                }
+            ),
+            "{mock:?}"
+        );
+        let py = classify(&v(r"C:\Python312\python.exe -m debugpy.adapter"), &none());
+        assert!(
+            matches!(
+                py,
+                Signature::Adapter {
+                    language: Language::Python,
+                    ..
+                }
+            ),
+            "{py:?}"
+        );
+        let dlv = classify(&v(r"C:\Go\bin\dlv.exe dap --listen=127.0.0.1:1"), &none());
+        assert!(
+            matches!(
+                dlv,
+                Signature::Adapter {
+                    language: Language::Go,
+                    ..
+                }
+            ),
+            "{dlv:?}"
+        );
+        assert!(is_env_candidate(&v(r"C:\Go\bin\dlv.exe dap")));
+        // A shell shim is not the server: the node it starts is.
+        assert_eq!(
+            classify(
+                &v(r"C:\Windows\system32\cmd.exe /d /s /c mcp-debugger.cmd stdio"),
+                &none()
+            ),
+            Signature::None
+        );
+        // Near miss: a Linux argument with a backslash is not a Windows path.
+        assert_eq!(unix_slashes(r"a\b.exe"), r"a\b.exe");
+        assert_eq!(unix_slashes(r"Z:\n\node.EXE"), "Z:/n/node");
+    }
 }

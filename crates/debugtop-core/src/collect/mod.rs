@@ -8,8 +8,10 @@
 pub mod classify;
 #[cfg(target_os = "linux")]
 pub mod exits;
-/// Without pidfds, exits are seen at the next tick.
-#[cfg(not(target_os = "linux"))]
+#[cfg(windows)]
+pub use self::windows::exits;
+/// Without pidfds or process handles, exits are seen at the next tick.
+#[cfg(not(any(target_os = "linux", windows)))]
 pub mod exits {
     use chrono::{DateTime, Utc};
     /// An identity: pid and start ticks.

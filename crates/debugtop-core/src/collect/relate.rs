@@ -664,4 +664,26 @@ mod tests {
         assert_eq!((kid.role, kid.server_pid), (Some(Role::Other), Some(502)));
         assert_eq!(kid.host.map(|h| h.pid), Some(500));
     }
+
+    #[test]
+    fn a_parent_created_after_its_child_is_a_reused_pid_not_a_parent() {
+        // Windows never re-parents: 340's parent pid 32 now belongs to a process created after
+        // it (the server crashed and 32 was reused). Its sibling's parent is older: kept.
+        let mut reused = sample(32, 0, "node other.js", EnvMarkers::default());
+        reused.start_ticks = 900;
+        let mut orphan = sample(340, 32, "node a.js", EnvMarkers::default());
+        orphan.start_ticks = 500;
+        let mut child = sample(344, 32, "node b.js", EnvMarkers::default());
+        child.start_ticks = 950;
+        let mut unknown = sample(348, 32, "node c.js", EnvMarkers::default());
+        unknown.start_ticks = 0;
+        let mut samples = vec![reused, orphan, child, unknown];
+        crate::collect::unlink_reused_parents(&mut samples);
+        let ppids: Vec<u32> = samples.iter().map(|s| s.ppid).collect();
+        assert_eq!(
+            ppids,
+            [0, 0, 32, 32],
+            "only the child older than its 'parent' is cut off"
+        );
+    }
 }

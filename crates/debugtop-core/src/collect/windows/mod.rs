@@ -11,6 +11,7 @@
 //! `Unknown`, groups and sessions 0. `conhost.exe` under a live console program is that
 //! program's console, not a node of the tree: it is folded into its owner.
 
+pub mod exits;
 pub mod sys;
 
 use std::sync::Arc;

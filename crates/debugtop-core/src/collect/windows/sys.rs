@@ -20,9 +20,10 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
 };
 use windows_sys::Win32::System::ProcessStatus::{K32GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
 use windows_sys::Win32::System::Threading::{
-    GetCurrentProcess, GetProcessTimes, OpenProcess, OpenProcessToken, TerminateProcess,
-    WaitForSingleObject, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, PROCESS_TERMINATE,
-    PROCESS_VM_READ,
+    GetCurrentProcess, GetProcessTimes, OpenProcess, OpenProcessToken, RegisterWaitForSingleObject,
+    TerminateProcess, UnregisterWaitEx, WaitForSingleObject, INFINITE,
+    PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, PROCESS_TERMINATE, PROCESS_VM_READ,
+    WT_EXECUTEONLYONCE,
 };
 use windows_sys::Win32::UI::Shell::CommandLineToArgvW;
 
@@ -35,6 +36,8 @@ pub enum Access {
     Query,
     /// Times, wait and terminate: what a kill needs.
     Terminate,
+    /// Times and wait: what the exit watcher needs.
+    Wait,
 }
 
 /// One row of the Toolhelp32 process snapshot.
@@ -53,6 +56,12 @@ pub struct Entry {
 /// may be reused once the process is gone, the handle keeps naming the process it opened.
 #[derive(Debug)]
 pub struct Handle(HANDLE);
+
+// SAFETY: a process handle may be used and closed from any thread; `Handle` owns it alone.
+unsafe impl Send for Handle {}
+// SAFETY: the calls made through `&Handle` (times, waits, reads) are safe from several
+// threads at once.
+unsafe impl Sync for Handle {}
 
 impl Drop for Handle {
     fn drop(&mut self) {
@@ -107,6 +116,7 @@ pub fn open(pid: u32, access: Access) -> std::io::Result<Handle> {
         Access::Terminate => {
             PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_TERMINATE | PROCESS_SYNCHRONIZE
         }
+        Access::Wait => PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_SYNCHRONIZE,
     };
     // SAFETY: plain call; a null result is an error.
     let h = unsafe { OpenProcess(rights, 0, pid) };
@@ -492,4 +502,72 @@ pub fn listening_ports() -> Vec<(u16, u32)> {
         ));
     }
     out
+}
+
+/// What an exit wait calls.
+type OnExit = Box<dyn Fn() + Send + Sync>;
+
+/// A thread-pool wait on a process handle, calling its function once when the process ends.
+/// Dropping it unregisters the wait — waiting for a running call to finish — then frees the
+/// function and closes the handle.
+#[derive(Debug)]
+pub struct Registration {
+    wait: HANDLE,
+    on_exit: *mut OnExit,
+    _handle: Handle,
+}
+
+// SAFETY: the wait handle and the function's box are owned by the registration alone; the
+// thread pool only calls the function, which is Send + Sync.
+unsafe impl Send for Registration {}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: `wait` came from RegisterWaitForSingleObject and is unregistered once;
+        // INVALID_HANDLE_VALUE makes the call wait until no callback runs, so the box can be
+        // freed after it.
+        unsafe {
+            UnregisterWaitEx(self.wait, INVALID_HANDLE_VALUE);
+            drop(Box::from_raw(self.on_exit));
+        }
+    }
+}
+
+unsafe extern "system" fn on_exit(context: *mut c_void, _timed_out: bool) {
+    // SAFETY: `context` is the registration's boxed function, alive until the wait is
+    // unregistered (which waits for this call).
+    let f = unsafe { &*(context as *const OnExit) };
+    f();
+}
+
+/// Calls `f` once, from a thread-pool thread, when the process of `handle` ends (`None` when
+/// the wait cannot be registered).
+pub fn register_exit_wait(
+    handle: Handle,
+    f: impl Fn() + Send + Sync + 'static,
+) -> Option<Registration> {
+    let boxed: *mut OnExit = Box::into_raw(Box::new(Box::new(f)));
+    let mut wait: HANDLE = std::ptr::null_mut();
+    // SAFETY: the handle has SYNCHRONIZE; `boxed` stays valid until the registration drops.
+    let ok = unsafe {
+        RegisterWaitForSingleObject(
+            &mut wait,
+            handle.0,
+            Some(on_exit),
+            boxed.cast::<c_void>(),
+            INFINITE,
+            WT_EXECUTEONLYONCE,
+        )
+    } != 0;
+    if ok {
+        Some(Registration {
+            wait,
+            on_exit: boxed,
+            _handle: handle,
+        })
+    } else {
+        // SAFETY: never registered: the box is still ours alone.
+        drop(unsafe { Box::from_raw(boxed) });
+        None
+    }
 }
