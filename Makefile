@@ -18,7 +18,7 @@ endif
 SOAK_DURATION ?= 1h
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test test-ui bench bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-ui bench bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-windows dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -126,6 +126,12 @@ dist: deps-run ui
 	mkdir -p dist
 	cp target/release/bundle/deb/*.deb target/release/debugtop-cli dist/
 	@ls -l dist
+
+## dist-windows: the app and debugtop-cli cross-built for Windows (x86_64-pc-windows-gnu,
+## release), zipped with WebView2Loader.dll into dist/ (no NSIS installer: see the script).
+## A release cross-build of the app: ten minutes or more on two cores.
+dist-windows: deps-test ui
+	scripts/dist-windows.sh
 
 ## dist-check: installs dist/*.deb (apt install), opens the installed app under Xvfb and saves
 ## a screenshot to dist/installed.png. Not part of make test (the release build alone would

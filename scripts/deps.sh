@@ -13,7 +13,7 @@ pkgs=(libwebkit2gtk-4.1-dev build-essential pkg-config file libssl-dev libxdo-de
 if [ "$what" = test ]; then
   pkgs+=(webkit2gtk-driver chromium imagemagick strace openssh-server docker.io)
   # Windows, for real: the cross linker and Wine to run what it links (tests/tests/windows.rs).
-  pkgs+=(mingw-w64 wine64)
+  pkgs+=(mingw-w64 wine64 zip)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -43,6 +43,11 @@ fn require(path: &Path, what: &str, fix: &str) {
     );
 }
 
+/// The pinned Windows node.exe.
+pub fn windows_node() -> PathBuf {
+    kit().join(format!("node-{NODE_VERSION}/node.exe"))
+}
+
 /// A path as a Windows program under Wine names it (`/tmp/x` → `Z:\tmp\x`).
 pub fn win(path: &Path) -> String {
     format!("Z:{}", path.to_string_lossy().replace('/', "\\"))
@@ -67,7 +72,7 @@ impl Wine {
         require(Path::new(WINE), "Wine (Debian's wine64)", deps);
         let kit = kit();
         require(&kit.join("prefix/.debugtop-win10"), "the Wine prefix", deps);
-        let node = kit.join(format!("node-{NODE_VERSION}/node.exe"));
+        let node = windows_node();
         require(&node, "Windows node", deps);
         require(
             &kit.join("bin/bcryptprimitives.dll"),

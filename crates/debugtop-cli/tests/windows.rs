@@ -421,3 +421,94 @@ fn a_replaced_pid_is_refused_never_terminated_on_windows() {
         "{out}{err}"
     );
 }
+
+#[test]
+fn a_stdio_server_outliving_its_crashed_host_on_windows_is_orphaned_with_the_check_it_could_not_make(
+) {
+    let _one = one_at_a_time();
+    let wine = Wine::new();
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let node = win(&debugtop_e2e::wine::windows_node());
+    // The EOF-ignoring server (real MCP SDK, a child of its own) breaks away from the host's
+    // job (detached); the memory server stays in it, as node's children do on Windows.
+    let config = json!({"servers": [
+        {"cmd": [node, win(Path::new(&fixture("stdio/eof-ignorer.mjs")))], "detached": true},
+        {"cmd": [node, win(&tests.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js"))]},
+    ]});
+    let path = wine.dir.path().join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = wine.dir.path().join("host.out");
+    let mut host = wine.node(
+        &[win(Path::new(&fixture("stdio/host.mjs"))), win(&path)],
+        &out,
+    );
+    let pids: Vec<u32> = wait_for(Duration::from_secs(90), || {
+        let text = std::fs::read_to_string(&out).ok()?;
+        let line = text.lines().find(|l| l.starts_with("ready "))?;
+        Some(
+            line[6..]
+                .split(' ')
+                .filter_map(|p| p.parse().ok())
+                .collect(),
+        )
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "the host never got its servers ready: {}",
+            std::fs::read_to_string(&out).unwrap_or_default()
+        )
+    });
+    let (eof, memory) = (pids[0], pids[1]);
+
+    // A live host: nothing (near miss).
+    let (code, doc) = audit(&wine);
+    assert_eq!(code, 0, "a live host's servers raise nothing: {doc:#}");
+    let snap = wine.snapshot();
+    let server = proc_of(&snap, eof).unwrap_or_else(|| panic!("{eof}: {snap:#}"));
+    assert_eq!(server["role"], "server", "{server}");
+    assert!(
+        server["mcp"]
+            .to_string()
+            .contains("@modelcontextprotocol/sdk"),
+        "its package says MCP: {server}"
+    );
+
+    // The host crashes.
+    host.signal(Signal::SIGKILL);
+    host.reap();
+    let (code, doc) = wait_for(Duration::from_secs(60), || {
+        let (code, doc) = audit(&wine);
+        (!findings(&doc).is_empty()).then_some((code, doc))
+    })
+    .expect("a finding once the host is gone");
+    assert_eq!(code, 1, "{doc:#}");
+    let all = findings(&doc);
+    assert_eq!(all.len(), 1, "only the server that broke away: {doc:#}");
+    let f = &all[0];
+    assert_eq!(f["kind"], "orphaned-server");
+    assert_eq!(f["pids"], json!([eof]));
+    let evidence = f["evidence"].to_string();
+    assert!(
+        evidence.contains("cannot be checked here") && evidence.contains("is gone"),
+        "the evidence says which check was not possible: {evidence}"
+    );
+    let snap = wine.snapshot();
+    assert!(
+        proc_of(&snap, memory).is_none(),
+        "the memory server died with the host's job"
+    );
+    let planned: Vec<u64> = f["plan"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        planned.len() >= 2 && planned.contains(&u64::from(eof)),
+        "the server and its own child: {planned:?}"
+    );
+    let (code, out, err) = wine.cli(&["kill", f["id"].as_str().unwrap(), "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, doc) = audit(&wine);
+    assert_eq!(code, 0, "nothing left: {doc:#}");
+}

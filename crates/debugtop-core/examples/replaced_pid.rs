@@ -8,8 +8,8 @@
 #[cfg(windows)]
 fn main() {
     use debugtop_core::actions::kill::execute;
-    use debugtop_core::collect::windows::sys::{open, Access};
     use debugtop_core::model::{KillMethod, KillPlan, KillTarget, Role, Via};
+    use debugtop_core::win32::{open, Access};
 
     if std::env::args().nth(1).as_deref() == Some("wait") {
         std::thread::sleep(std::time::Duration::from_secs(120));

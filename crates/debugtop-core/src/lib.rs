@@ -26,5 +26,7 @@ pub mod state;
 pub mod targets;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(windows)]
+pub mod win32;
 
 pub use error::{Error, Result};

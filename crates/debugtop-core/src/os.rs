@@ -11,7 +11,7 @@ pub fn my_uid() -> Option<u32> {
     }
     #[cfg(windows)]
     {
-        crate::collect::windows::own_user()
+        crate::win32::own_user()
     }
 }
 
@@ -24,7 +24,7 @@ pub fn privileged() -> bool {
     }
     #[cfg(windows)]
     {
-        crate::collect::windows::own_token_elevated()
+        crate::win32::own_token_elevated()
     }
 }
 
@@ -40,7 +40,7 @@ pub fn file_owner(file: &std::fs::File, meta: &std::fs::Metadata) -> Option<u32>
     #[cfg(windows)]
     {
         let _ = meta;
-        crate::collect::windows::sys::file_owner(file)
+        crate::win32::file_owner(file)
     }
 }
 

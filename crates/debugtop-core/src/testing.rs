@@ -57,6 +57,7 @@ impl ProcBuilder {
             stdio: None,
             channel: None,
             stdin_holders: None,
+            stdin_unchecked: false,
             mcp: None,
             host: None,
             ns: None,
@@ -156,6 +157,11 @@ impl ProcBuilder {
     /// Who holds the writing end of its stdin pipe.
     pub fn holders(mut self, pids: &[u32]) -> Self {
         self.0.stdin_holders = Some(pids.to_vec());
+        self
+    }
+    /// Who holds its channel cannot be checked here (Windows).
+    pub fn holders_unchecked(mut self) -> Self {
+        self.0.stdin_unchecked = true;
         self
     }
     /// A stdio MCP server, by this evidence (its own `server_pid`).
@@ -505,6 +511,7 @@ fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<
         stdio: None,
         channel: None,
         stdin_holders: None,
+        stdin_unchecked: false,
         mcp: None,
         host: None,
         ns: None,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 /// Layer of each top-level module.
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
-        "error" | "cost" => 0,
-        "model" => 1,
+        "error" | "cost" | "win32" => 0,
+        "model" | "os" => 1,
         "redact" | "safe_fs" | "delta" => 2,
         "collect" => 3,
         "sources" | "state" => 4,

@@ -275,6 +275,7 @@ fn read_forced(pid: u32) -> Option<Proc> {
         stdio: None,
         channel: None,
         stdin_holders: None,
+        stdin_unchecked: false,
         mcp: None,
         host: None,
         ns: None,
@@ -471,8 +472,8 @@ pub fn execute(plan: &KillPlan, _progress: impl FnMut(Progress)) -> KillReport {
 #[cfg(windows)]
 mod windows {
     use super::{Reporter, KILL_WAIT};
-    use crate::collect::windows::sys::{self, Access, Handle};
     use crate::model::{KillPlan, KillSignal, KillTarget, Outcome};
+    use crate::win32::{self as sys, Access, Handle};
 
     /// The exit code a terminated target gets (what Windows' own tools use for a forced end).
     const EXIT_CODE: u32 = 1;

@@ -16,7 +16,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use procfs::process::Process;
 use procfs::ProcError;
 
-use super::classify::{classify, host_kind, is_env_candidate, mcp_hint, pkg_dir_of, Signature};
+use super::classify::{classify, host_kind, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers, parse_stat, StatFields};
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
 use crate::error::{Error, Result};
@@ -525,76 +525,10 @@ fn our_container() -> Option<&'static str> {
     .as_deref()
 }
 
-/// Why a process whose stdin and stdout are pipes counts as an MCP server: an argument names
-/// MCP, or its script's nearest `package.json` does (the MCP SDK as a dependency, or "mcp" in
-/// its name or keywords).
+/// Why a process whose stdin and stdout are pipes counts as an MCP server (see
+/// [`super::mcp::evidence`]), its script resolved against its working directory.
 fn mcp_evidence(proc: &Process, argv: &[String]) -> Option<McpEvidence> {
-    if let Some(arg) = mcp_hint(argv) {
-        return Some(McpEvidence::Argv {
-            arg: arg.chars().take(200).collect(),
-        });
-    }
-    // Only a JavaScript program's own package speaks for it: the nearest `package.json` above
-    // its script (a Python script beside an npm project is not an npm package).
-    let script = argv
-        .iter()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .filter(|a| is_js_program(argv, a))?;
-    let mut dir = absolute(proc, script);
-    for _ in 0..6 {
-        if !dir.pop() {
-            break;
-        }
-        let file = dir.join("package.json");
-        let Some(text) = crate::safe_fs::read_small(&file, 64 * 1024) else {
-            continue;
-        };
-        return package_says_mcp(&text).map(|says| McpEvidence::Package {
-            file: file.to_string_lossy().into_owned(),
-            says,
-        });
-    }
-    None
-}
-
-/// `script` is what a JavaScript runtime runs: a `.js`/`.mjs`/`.cjs`/`.ts` file, or any path
-/// given to node, bun or deno.
-fn is_js_program(argv: &[String], script: &str) -> bool {
-    let runtime = argv
-        .first()
-        .map(|a| a.rsplit('/').next().unwrap_or(a))
-        .is_some_and(|b| matches!(b, "node" | "nodejs" | "bun" | "deno" | "tsx"));
-    [".js", ".mjs", ".cjs", ".ts"]
-        .iter()
-        .any(|e| script.ends_with(e))
-        || (runtime && script.contains('/'))
-}
-
-/// What in a `package.json` says MCP, if anything.
-pub fn package_says_mcp(text: &str) -> Option<String> {
-    let v: serde_json::Value = serde_json::from_str(text).ok()?;
-    // (Not devDependencies: a project's tooling is not what its program is.)
-    for deps in ["dependencies", "peerDependencies"] {
-        if v.get(deps)
-            .and_then(|d| d.get("@modelcontextprotocol/sdk"))
-            .is_some()
-        {
-            return Some(format!("{deps} has @modelcontextprotocol/sdk"));
-        }
-    }
-    let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
-    if name.to_ascii_lowercase().contains("mcp") && !name.contains("mcp-debugger") {
-        return Some(format!(
-            "its name is {}",
-            name.chars().take(80).collect::<String>()
-        ));
-    }
-    let keyword = v
-        .get("keywords")
-        .and_then(|k| k.as_array())
-        .is_some_and(|k| k.iter().any(|x| x.as_str() == Some("mcp")));
-    keyword.then(|| "its keywords say mcp".to_owned())
+    super::mcp::evidence(argv, |script| Some(absolute(proc, script)))
 }
 
 enum ReadErr {
@@ -659,33 +593,5 @@ mod tests {
         buf.clear();
         read_whole_line(&mut std::fs::File::open(&path).expect("open"), &mut buf).expect("read");
         assert_eq!(buf, text.as_bytes());
-    }
-
-    #[test]
-    fn a_package_says_mcp_by_its_dependencies_name_or_keywords_not_its_tooling() {
-        let says = |t: &str| package_says_mcp(t);
-        assert!(says(r#"{"dependencies":{"@modelcontextprotocol/sdk":"1"}}"#).is_some());
-        assert!(says(r#"{"name":"weather-mcp"}"#).is_some());
-        assert!(says(r#"{"keywords":["mcp"]}"#).is_some());
-        // Near misses: the SDK only as a dev tool, mcp-debugger itself, garbage.
-        assert!(says(r#"{"devDependencies":{"@modelcontextprotocol/sdk":"1"}}"#).is_none());
-        assert!(says(r#"{"name":"@debugmcp/mcp-debugger"}"#).is_none());
-        assert!(says("not json").is_none());
-    }
-
-    #[test]
-    fn only_a_javascript_program_is_judged_by_its_package() {
-        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
-        assert!(is_js_program(&argv("node /a/server.mjs"), "/a/server.mjs"));
-        assert!(is_js_program(
-            &argv("/usr/bin/node /a/bin/server"),
-            "/a/bin/server"
-        ));
-        assert!(is_js_program(&argv("bun run /a/index.ts"), "/a/index.ts"));
-        assert!(!is_js_program(
-            &argv("python3 /a/supervisor.py"),
-            "/a/supervisor.py"
-        ));
-        assert!(!is_js_program(&argv("sh /a/run"), "/a/run"));
     }
 }

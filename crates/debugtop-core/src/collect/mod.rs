@@ -50,6 +50,7 @@ pub mod exits {
 }
 #[cfg(target_os = "linux")]
 pub mod fds;
+pub mod mcp;
 #[cfg(target_os = "linux")]
 pub mod ns;
 pub mod parse;
@@ -534,6 +535,7 @@ fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
         stdio: s.stdio,
         channel: s.channel,
         stdin_holders: None,
+        stdin_unchecked: false,
         mcp,
         host: r.memory.host,
         ns: s.ident.ns.clone(),

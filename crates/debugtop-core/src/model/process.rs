@@ -458,6 +458,11 @@ pub struct Proc {
     /// nobody can ever send it a request). `None` when not checked.
     #[serde(default)]
     pub stdin_holders: Option<Vec<u32>>,
+    /// For a stdio MCP server: who holds the other end of its channel cannot be checked on
+    /// this system (Windows: enumerating other processes' handles takes rights a normal user
+    /// lacks). Whether anyone can reach it then rests on its host being gone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdin_unchecked: bool,
     /// Why it counts as an MCP server, for one that is not mcp-debugger.
     #[serde(default)]
     pub mcp: Option<McpEvidence>,
@@ -499,6 +504,7 @@ impl Proc {
             stdio,
             channel,
             stdin_holders,
+            stdin_unchecked,
             mcp,
             host,
             ns,
@@ -523,6 +529,7 @@ impl Proc {
             && *stdio == now.stdio
             && *channel == now.channel
             && *stdin_holders == now.stdin_holders
+            && *stdin_unchecked == now.stdin_unchecked
             && *mcp == now.mcp
             && *host == now.host
             && *ns == now.ns

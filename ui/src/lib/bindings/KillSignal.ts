@@ -3,4 +3,4 @@
 /**
  * A signal a kill sends.
  */
-export type KillSignal = "SIGTERM" | "SIGCONT" | "SIGKILL";
+export type KillSignal = "SIGTERM" | "SIGCONT" | "SIGKILL" | "TerminateProcess";

@@ -105,6 +105,12 @@ channel: FdKind | null,
  */
 stdin_holders: Array<number> | null, 
 /**
+ * For a stdio MCP server: who holds the other end of its channel cannot be checked on
+ * this system (Windows: enumerating other processes' handles takes rights a normal user
+ * lacks). Whether anyone can reach it then rests on its host being gone.
+ */
+stdin_unchecked?: boolean, 
+/**
  * Why it counts as an MCP server, for one that is not mcp-debugger.
  */
 mcp: McpEvidence | null, 

@@ -30,6 +30,16 @@ denied: number,
  */
 quiet: number, 
 /**
+ * Processes run by Wine: listed, not judged (their command lines name Windows pids,
+ * which are not this table's pids).
+ */
+wine: number, 
+/**
+ * Other processes' CPU cannot be measured here (Windows under Wine): CPU is unknown and
+ * spinning is not judged.
+ */
+cpu_unmeasured: boolean, 
+/**
  * Wall time of the scan, in microseconds.
  */
 duration_us: number, };

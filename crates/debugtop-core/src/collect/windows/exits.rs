@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use super::sys::{self, Access, Handle, Registration};
+use crate::win32::{self as sys, Access, Handle, Registration};
 
 /// An identity: pid and creation time.
 pub type Identity = (u32, u64);

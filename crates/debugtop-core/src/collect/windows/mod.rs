@@ -12,7 +12,8 @@
 //! program's console, not a node of the tree: it is folded into its owner.
 
 pub mod exits;
-pub mod sys;
+
+use crate::win32 as sys;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,9 +24,7 @@ use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers};
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
 use crate::error::Result;
-use crate::model::{EnvMarkers, ProcState};
-
-pub use sys::{own_token_elevated, own_user};
+use crate::model::{EnvMarkers, FdKind, ProcState, Stdio};
 
 /// Windows' time unit: 100 ns.
 pub const TICKS_PER_SEC: u64 = 10_000_000;
@@ -90,7 +89,7 @@ impl WindowsCollector {
                 started,
             },
             &mut self.cache,
-            &mut super::NoFds,
+            &mut WindowsPipes,
         ))
     }
 
@@ -136,8 +135,8 @@ impl WindowsCollector {
             rss_bytes: h.as_ref().and_then(sys::Handle::working_set).unwrap_or(0),
             markers: ident.markers.clone(),
             owner_pid: super::raw_owner(&ident.signature),
-            stdio: None,
-            channel: None,
+            stdio: ident.stdio,
+            channel: ident.stdio.and_then(|x| x.stdin_channel()),
             parent_writes_stdin: false,
             ident,
         })
@@ -175,6 +174,22 @@ fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
         Signature::Server { script, .. } => pkg_dir_of(&super::classify::unix_slashes(script)),
         _ => None,
     };
+    let stdio = h
+        .filter(|_| is_env_candidate(&argv))
+        .and_then(sys::Handle::stdio_kinds)
+        .map(|(i, o)| Stdio {
+            stdin: fd_kind(i),
+            stdout: fd_kind(o),
+        });
+    // Only an absolute script path is resolved: another process's working directory is not
+    // read here.
+    let mcp = match &signature {
+        Signature::None if stdio.is_some_and(|x| x.piped()) => super::mcp::evidence(&argv, |s| {
+            let p = std::path::PathBuf::from(s);
+            p.is_absolute().then_some(p)
+        }),
+        _ => None,
+    };
     Ident {
         uid: h.and_then(sys::Handle::user_rid),
         host: markers.host.or_else(|| super::classify::host_kind(&argv)),
@@ -182,12 +197,47 @@ fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
         markers,
         signature,
         pkg_dir,
-        stdio: None,
+        stdio,
         channels: Vec::new(),
         ns: None,
-        mcp: None,
+        mcp,
         tracer_pid: None,
         wine: false,
+    }
+}
+
+/// A standard handle as the model names it (a pipe has no inode here: 0).
+fn fd_kind(k: sys::StdKind) -> FdKind {
+    match k {
+        sys::StdKind::Pipe => FdKind::Pipe { inode: 0 },
+        sys::StdKind::Char | sys::StdKind::Disk => FdKind::Other,
+        sys::StdKind::Unknown => FdKind::Unknown,
+    }
+}
+
+/// What Windows lets a normal user tell about stdio pipes: that a process's stdin is one, not
+/// who holds its other end (that takes enumerating every process's handles). A child whose
+/// stdin is a pipe is taken as written to by the live parent that started it — the way every
+/// host starts its stdio servers —, and a stdio server's reachability is marked unchecked, so
+/// the rules rest it on its host being gone.
+#[derive(Debug, Default)]
+struct WindowsPipes;
+
+impl super::FdView for WindowsPipes {
+    fn mark_parent_writers(&mut self, samples: &mut [Sample]) {
+        let alive: std::collections::HashSet<u32> = samples.iter().map(|s| s.pid).collect();
+        for s in samples.iter_mut() {
+            s.parent_writes_stdin = s.channel.is_some() && s.ppid != 0 && alive.contains(&s.ppid);
+        }
+    }
+
+    fn stdin_holders(&mut self, procs: &mut [crate::model::Proc]) {
+        for p in procs
+            .iter_mut()
+            .filter(|p| p.role == crate::model::Role::Server && p.channel.is_some())
+        {
+            p.stdin_unchecked = true;
+        }
     }
 }
 
@@ -217,7 +267,12 @@ fn fold_consoles(samples: &mut Vec<Sample>) {
 
 /// Listening TCP ports with their owning pids.
 pub fn listening_ports() -> Vec<(u16, u32)> {
-    sys::listening_ports()
+    sys::listening_tables()
+        .iter()
+        .flat_map(|(bytes, row, port_at, pid_at)| {
+            super::parse::tcp_owner_table(bytes, *row, *port_at, *pid_at)
+        })
+        .collect()
 }
 
 /// The parent pid of `pid` as Toolhelp records it, when `pid` runs.

@@ -15,7 +15,14 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
         let Some(channel) = p.channel else {
             continue;
         };
-        if !p.stdin_holders.as_ref().is_some_and(Vec::is_empty) {
+        // Nobody holds the other end — or, where that cannot be checked, the parent that made
+        // the pipe is gone.
+        let unreachable = if p.stdin_unchecked {
+            parent_gone(ctx, p)
+        } else {
+            p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
+        };
+        if !unreachable {
             continue;
         }
         let mcp_debugger = ctx.world.server(p.pid).is_some();
@@ -46,6 +53,14 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
     out
 }
 
+/// Its parent is not a live process created before it (on a system that never re-parents, the
+/// parent pid it was started with names a gone process, or a younger one that reused it).
+fn parent_gone(ctx: &Ctx<'_>, p: &Proc) -> bool {
+    !ctx.world
+        .proc(p.ppid)
+        .is_some_and(|q| q.state.is_alive() && q.start_time <= p.start_time)
+}
+
 /// Its remembered host is alive, the same process, and still its parent.
 fn host_alive(ctx: &Ctx<'_>, p: &Proc) -> bool {
     p.host.as_ref().is_some_and(|h| {
@@ -60,14 +75,25 @@ fn host_alive(ctx: &Ctx<'_>, p: &Proc) -> bool {
 fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec<String> {
     let name: String = p.argv.join(" ").chars().take(100).collect();
     let end = match channel {
+        // Inode 0: a system without pipe inodes (Windows).
+        FdKind::Pipe { inode: 0 } => "the writing end of its stdio pipe".to_owned(),
         FdKind::Pipe { inode } => format!("the writing end of its stdio pipe (pipe:[{inode}])"),
         FdKind::Socket { inode } => format!("the other end of its stdio socket (socket:[{inode}])"),
         _ => "the other end of its stdio".to_owned(),
     };
-    let mut e = vec![format!(
-        "stdio MCP server {} ({name}): no process holds {end}, so no request can ever reach it",
-        p.pid
-    )];
+    let mut e = vec![if p.stdin_unchecked {
+        format!(
+            "stdio MCP server {} ({name}): who holds {end} cannot be checked here (enumerating \
+             other processes' handles takes rights a normal user lacks), so this rests on its \
+             host being gone",
+            p.pid
+        )
+    } else {
+        format!(
+            "stdio MCP server {} ({name}): no process holds {end}, so no request can ever reach it",
+            p.pid
+        )
+    }];
     e.push(match &p.host {
         Some(h) => format!(
             "its {} host {} ({}) is gone; its parent is now pid {}",
@@ -76,6 +102,9 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
             h.label,
             p.ppid
         ),
+        None if p.stdin_unchecked => {
+            format!("the process that started it (pid {}) is gone", p.ppid)
+        }
         None => format!(
             "its parent is pid {}{}, which does not write to it",
             p.ppid,

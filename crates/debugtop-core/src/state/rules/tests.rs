@@ -662,6 +662,44 @@ fn orphaned_server_nobody_can_write_to_its_host_gone() {
 }
 
 #[test]
+fn orphaned_server_where_pipe_holders_cannot_be_checked_rests_on_its_gone_parent() {
+    // Windows: nobody's handles can be enumerated; the process that started it (pid 500, its
+    // parent pid as Windows keeps it) is gone.
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(stdio_server(600).ppid(500).holders_unchecked().build())
+            .build()
+    });
+    assert_eq!(kinds(&f), [FindingKind::OrphanedServer]);
+    let e = f[0].evidence.join("\n");
+    assert!(e.contains("cannot be checked here"), "{e}");
+    assert!(e.contains("rests on its host being gone"), "{e}");
+    assert!(
+        e.contains("the process that started it (pid 500) is gone"),
+        "{e}"
+    );
+    // Near misses: its parent lives (and was there before it); or the pid 500 was reused by a
+    // younger process, which is no parent — then it is an orphan again.
+    let parent = P::new(500, Role::Other).build();
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(parent.clone())
+            .proc(stdio_server(600).ppid(500).holders_unchecked().build())
+            .build()
+    });
+    assert!(f.is_empty(), "{f:#?}");
+    let mut younger = parent;
+    younger.start_time += chrono::Duration::hours(1);
+    let f = held(|t| {
+        Obs::at(t)
+            .proc(younger.clone())
+            .proc(stdio_server(600).ppid(500).holders_unchecked().build())
+            .build()
+    });
+    assert_eq!(kinds(&f), [FindingKind::OrphanedServer], "{f:#?}");
+}
+
+#[test]
 fn near_misses_of_an_orphaned_server() {
     // Its host is alive and writes to it.
     let host = P::new(500, Role::Host).build();

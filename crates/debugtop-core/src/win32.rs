@@ -1,5 +1,6 @@
-//! The Win32 calls the Windows collector and kill make, each behind a safe function. This is
-//! the only module of debugtop with `unsafe`: foreign calls whose buffers and handles it owns.
+//! The Win32 calls debugtop makes on Windows (the collector, the exit watch, the kill, the
+//! facts about debugtop itself), each behind a safe function. This is the only module of
+//! debugtop with `unsafe`: foreign calls whose buffers and handles it owns.
 //! Every pointer handed to Windows points into a buffer of the size passed with it; every
 //! handle is closed exactly once, by [`Handle`]'s drop.
 #![allow(unsafe_code)]
@@ -30,8 +31,12 @@ use windows_sys::Win32::UI::Shell::CommandLineToArgvW;
 /// What opening a process asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
-    /// Times, memory, owner, and the PEB (command line, environment).
+    /// Times, memory, owner, the PEB (command line, environment) and its standard handles'
+    /// types.
     Read,
+    /// As `Read` without its standard handles' types (a process that grants reading its
+    /// memory but not duplicating its handles).
+    Peb,
     /// Times, memory and owner only: what a normal user gets for many processes.
     Query,
     /// Times, wait and terminate: what a kill needs.
@@ -111,7 +116,12 @@ pub fn snapshot() -> std::io::Result<Vec<Entry>> {
 /// Opens `pid` for `access`.
 pub fn open(pid: u32, access: Access) -> std::io::Result<Handle> {
     let rights = match access {
-        Access::Read => PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_VM_READ,
+        Access::Read => {
+            PROCESS_QUERY_LIMITED_INFORMATION
+                | PROCESS_VM_READ
+                | windows_sys::Win32::System::Threading::PROCESS_DUP_HANDLE
+        }
+        Access::Peb => PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_VM_READ,
         Access::Query => PROCESS_QUERY_LIMITED_INFORMATION,
         Access::Terminate => {
             PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_TERMINATE | PROCESS_SYNCHRONIZE
@@ -309,9 +319,71 @@ impl Handle {
     }
 }
 
+/// What one of a process's standard handles is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdKind {
+    /// A pipe (anonymous or named: how hosts give a child its stdio).
+    Pipe,
+    /// A console or a character device (`NUL`).
+    Char,
+    /// A file.
+    Disk,
+    /// None, or what it is cannot be told.
+    Unknown,
+}
+
+impl Handle {
+    /// The kinds of the process's standard input and output (their handles, from its process
+    /// parameters, duplicated into debugtop to ask `GetFileType`).
+    pub fn stdio_kinds(&self) -> Option<(StdKind, StdKind)> {
+        let params = self.parameters()?;
+        let stdin = self.read_u64(params + PARAMS_STDIN)?;
+        let stdout = self.read_u64(params + PARAMS_STDOUT)?;
+        Some((self.kind_of_remote(stdin), self.kind_of_remote(stdout)))
+    }
+
+    fn kind_of_remote(&self, remote: u64) -> StdKind {
+        use windows_sys::Win32::Foundation::{DuplicateHandle, DUPLICATE_SAME_ACCESS};
+        use windows_sys::Win32::Storage::FileSystem::{
+            GetFileType, FILE_TYPE_CHAR, FILE_TYPE_DISK, FILE_TYPE_PIPE,
+        };
+        if remote == 0 {
+            return StdKind::Unknown;
+        }
+        let mut local: HANDLE = std::ptr::null_mut();
+        // SAFETY: duplicates a handle value of the other process into this one (Windows checks
+        // it is a handle there); the copy is closed by the Handle below. The current-process
+        // pseudo-handle needs no closing.
+        let ok = unsafe {
+            DuplicateHandle(
+                self.0,
+                remote as HANDLE,
+                GetCurrentProcess(),
+                &mut local,
+                0,
+                0,
+                DUPLICATE_SAME_ACCESS,
+            )
+        } != 0;
+        if !ok || local.is_null() {
+            return StdKind::Unknown;
+        }
+        let local = Handle(local);
+        // SAFETY: a valid handle of this process.
+        match unsafe { GetFileType(local.0) } {
+            FILE_TYPE_PIPE => StdKind::Pipe,
+            FILE_TYPE_CHAR => StdKind::Char,
+            FILE_TYPE_DISK => StdKind::Disk,
+            _ => StdKind::Unknown,
+        }
+    }
+}
+
 /// Offsets in the 64-bit PEB and process parameters (stable since Windows XP x64; the same
 /// under Wine).
 const PEB_PARAMETERS: usize = 0x20;
+const PARAMS_STDIN: usize = 0x20;
+const PARAMS_STDOUT: usize = 0x28;
 const PARAMS_COMMAND_LINE: usize = 0x70;
 const PARAMS_ENVIRONMENT: usize = 0x80;
 const PARAMS_ENVIRONMENT_SIZE: usize = 0x3F0;
@@ -456,15 +528,16 @@ pub fn own_token_elevated() -> bool {
     me.elevated()
 }
 
-/// Listening TCP ports (IPv4 and IPv6) with the pid that owns each (`GetExtendedTcpTable`).
-pub fn listening_ports() -> Vec<(u16, u32)> {
+/// The IPv4 and IPv6 listening-socket tables with their owning pids, raw, as
+/// `GetExtendedTcpTable` fills them, each with where a row's port and pid are: `(bytes, row
+/// size, port offset, pid offset)`. `MIB_TCPROW_OWNER_PID` is 24 bytes (port at 8, pid at
+/// 20), `MIB_TCP6ROW_OWNER_PID` 56 (port at 20, pid at 52).
+pub fn listening_tables() -> Vec<(Vec<u8>, usize, usize, usize)> {
     use windows_sys::Win32::NetworkManagement::IpHelper::{
         GetExtendedTcpTable, TCP_TABLE_OWNER_PID_LISTENER,
     };
     use windows_sys::Win32::Networking::WinSock::{AF_INET, AF_INET6};
     let mut out = Vec::new();
-    // Row sizes of MIB_TCPROW_OWNER_PID (24) and MIB_TCP6ROW_OWNER_PID (56); the local port
-    // is at byte 8 and 20 (network order in the low 16 bits), the pid at 20 and 52.
     for (family, row, port_at, pid_at) in
         [(AF_INET, 24usize, 8usize, 20usize), (AF_INET6, 56, 20, 52)]
     {
@@ -493,13 +566,10 @@ pub fn listening_ports() -> Vec<(u16, u32)> {
                 0,
             )
         };
-        if rc != 0 {
-            continue;
+        if rc == 0 {
+            let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_le_bytes()).collect();
+            out.push((bytes, row, port_at, pid_at));
         }
-        let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_le_bytes()).collect();
-        out.extend(crate::collect::parse::tcp_owner_table(
-            &bytes, row, port_at, pid_at,
-        ));
     }
     out
 }
