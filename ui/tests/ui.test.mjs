@@ -118,6 +118,32 @@ test('kill flow: plan preview, confirm, live progress, per-pid outcomes', async 
   await page.close();
 });
 
+test('a plan made on Windows says TerminateProcess, and terminated counts as gone', async () => {
+  const finding = sample.findings[0];
+  const plan = { ...finding.plan, method: 'terminate' };
+  const { page } = await open(browser, srv.url, {
+    plan_kill: { id: 8, plan },
+    execute_kill: {
+      progress: plan.targets.map((t) => ({ step: 'signalled', pid: t.pid, signal: 'TerminateProcess' })),
+      report: { outcomes: plan.targets.map((t) => ({ pid: t.pid, role: t.role, outcome: { outcome: 'terminated' } })) },
+    },
+  });
+  await push(page, sample);
+  await page.click('[data-id="proc:1019.7133"]');
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('Shift+Delete');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  const method = await page.textContent('[data-testid=kill-method]');
+  assert.match(method, /TerminateProcess/);
+  assert.doesNotMatch(method, /SIGTERM to each/);
+  await page.click('[data-testid=kill-confirm]');
+  await page.waitForSelector('[data-testid=kill-outcomes]');
+  assert.match(await page.textContent('[data-testid=kill-progress]'), /TerminateProcess → 1019/);
+  const n = plan.targets.length;
+  assert.equal(await page.textContent('[data-testid=kill-summary]'), `${n} of ${n} gone.`);
+  await page.close();
+});
+
 /** The sample's kill mock, plus the count of execute_kill calls made so far. */
 const executed = (page) => page.evaluate(() => window.__ipc.calls.filter((c) => c.cmd === 'execute_kill').length);
 
