@@ -142,6 +142,10 @@ async fn a_healthy_server_on_windows_node_audits_clean_with_its_windows_tree() {
         table.contains("CPU cannot be measured here"),
         "under Wine the collector says CPU is not measured: {table}"
     );
+    assert!(
+        table.contains("no zombie or stopped state to read"),
+        "Windows says which findings it cannot tell: {table}"
+    );
 
     // The Linux CLI beside the Wine server: Wine's processes are counted, never judged (their
     // command lines name Windows pids, not Linux ones).
@@ -354,6 +358,47 @@ async fn a_windows_machine_is_a_cmd_target_of_the_linux_cli_audited_and_killed_a
     let (client, _session) = paused_mock_session(&server).await;
     let (_harness, worker, _) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
     let target = format!("cmd:{}", wine.target_argv().join(" "));
+
+    // The stream the app shows a target from: the Windows tree, live, across the command.
+    let config = debugtop_core::targets::StreamConfig {
+        interval: Duration::from_millis(1000),
+        stale_after: Duration::from_secs(10),
+        restart_after: Duration::from_secs(60),
+        hello_within: Duration::from_secs(60),
+        backoff_first: Duration::from_millis(300),
+        backoff_max: Duration::from_secs(2),
+        watch_args: Vec::new(),
+        engines: debugtop_core::targets::Engines::default(),
+    };
+    let feed = debugtop_core::targets::spawn_stream(
+        debugtop_core::model::Target::Cmd {
+            argv: wine.target_argv(),
+        },
+        config,
+    );
+    let end = Instant::now() + Duration::from_secs(90);
+    let live = loop {
+        let f = feed.feed.borrow().clone();
+        let seen = f.update.as_ref().is_some_and(|u| {
+            u.snapshot.servers.iter().any(|s| s.pid == server.pid)
+                && u.snapshot.processes.iter().any(|p| p.pid == worker)
+        });
+        if f.status.state == debugtop_core::model::TargetState::Live && seen {
+            break f;
+        }
+        assert!(
+            Instant::now() < end,
+            "no live Windows tree: {:#?}",
+            f.status
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let hello = live.status.hello.expect("a hello");
+    assert!(
+        hello.kernel.contains("windows"),
+        "the far side says it is Windows: {hello:?}"
+    );
+    drop(feed);
     let run = |args: &[&str]| {
         let out = std::process::Command::new(CLI).args(args).output().unwrap();
         (

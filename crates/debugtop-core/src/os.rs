@@ -70,3 +70,22 @@ pub fn fd_limit() -> Option<u64> {
         None
     }
 }
+
+/// The system's release in words: the kernel release on Linux (`6.1.0-…`), `windows` on
+/// Windows (`windows (Wine)` under Wine, whose files would otherwise show the Linux host's).
+pub fn release() -> Option<String> {
+    #[cfg(windows)]
+    {
+        Some(if crate::win32::is_wine() {
+            "windows (Wine)".to_owned()
+        } else {
+            "windows".to_owned()
+        })
+    }
+    #[cfg(not(windows))]
+    {
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|k| k.trim().to_owned())
+    }
+}

@@ -464,7 +464,7 @@ fn environment(servers: &[ServerInfo], procs: &[std::sync::Arc<Proc>]) -> Enviro
             .first()
             .and_then(|s| procs.iter().find(|p| p.pid == s.pid))
             .and_then(|p| node_version(p)),
-        kernel: small_file(Path::new("/proc/sys/kernel/osrelease")).map(|s| s.trim().to_owned()),
+        kernel: crate::os::release(),
         os: std::env::consts::OS.to_owned(),
     }
 }

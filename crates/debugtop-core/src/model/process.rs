@@ -603,6 +603,10 @@ pub struct ScanStats {
     /// spinning is not judged.
     #[serde(default)]
     pub cpu_unmeasured: bool,
+    /// The system has no per-process scheduler state (Windows: no zombies, no stopped
+    /// processes): `zombie` and `stopped` cannot be told.
+    #[serde(default)]
+    pub no_states: bool,
     /// Wall time of the scan, in microseconds.
     #[ts(type = "number")]
     pub duration_us: u64,

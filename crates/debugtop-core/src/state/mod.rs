@@ -221,7 +221,7 @@ fn process_table_status(stats: &ScanStats) -> SourceStatus {
             SourceState::Ok
         },
         format!(
-            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users){}{}",
+            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users){}{}{}",
             stats.processes,
             stats.duration_us / 1000,
             stats.vanished,
@@ -238,6 +238,12 @@ fn process_table_status(stats: &ScanStats) -> SourceStatus {
             if stats.cpu_unmeasured {
                 "; other processes' CPU cannot be measured here (under Wine every process \
                  shows the same figure), so spinning is not judged"
+            } else {
+                ""
+            },
+            if stats.no_states {
+                "; this system has no zombie or stopped state to read, so zombie and stopped \
+                 are not judged"
             } else {
                 ""
             }

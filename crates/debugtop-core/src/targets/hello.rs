@@ -8,9 +8,7 @@ use crate::model::{Capability, Hello, HelloLine, Target, TargetFailure, STREAM_S
 
 /// This build's hello.
 pub fn local_hello() -> Hello {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|k| k.trim().to_owned())
-        .unwrap_or_else(|_| std::env::consts::OS.to_owned());
+    let kernel = crate::os::release().unwrap_or_else(|| std::env::consts::OS.to_owned());
     let mut capabilities = vec![
         Capability::Watch,
         Capability::Audit,

@@ -81,6 +81,7 @@ impl WindowsCollector {
         fold_consoles(&mut samples);
         stats.processes = u32::try_from(samples.len()).unwrap_or(u32::MAX);
         stats.cpu_unmeasured = self.wine;
+        stats.no_states = true;
         stats.exited = u32::try_from(self.cache.sweep(self.gen)).unwrap_or(u32::MAX);
         Ok(finish(
             Harvest {
