@@ -66,7 +66,7 @@ pub struct Wine {
 impl Wine {
     /// A fresh copy of the prepared prefix, with the CLI and its ProcessPrng stand-in beside
     /// each other.
-    pub fn new() -> Self {
+    pub fn prepare() -> Self {
         let deps = "run `make test` (scripts/deps.sh test installs wine64, mingw-w64, the Rust \
                     target and Windows node, and makes the prefix)";
         require(Path::new(WINE), "Wine (Debian's wine64)", deps);

@@ -17,13 +17,7 @@ use serde_json::{json, Value};
 const CLI: &str = env!("CARGO_BIN_EXE_debugtop-cli");
 
 /// Wine is heavy on two cores: one Windows world at a time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A paused mock session on the Windows server, started over MCP from Linux.
 async fn paused_mock_session(server: &WinServer) -> (Client, String) {
@@ -87,8 +81,8 @@ fn linux_pids_of(wine: &Wine) -> Vec<u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_server_on_windows_node_audits_clean_with_its_windows_tree() {
-    let _one = one_at_a_time();
-    let wine = Wine::new();
+    let _one = ONE_AT_A_TIME.lock().await;
+    let wine = Wine::prepare();
     let server = WinServer::start(&wine);
     let (client, session) = paused_mock_session(&server).await;
 
@@ -179,8 +173,8 @@ async fn a_healthy_server_on_windows_node_audits_clean_with_its_windows_tree() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_seed_leak_on_windows_is_a_leaked_worker_terminated_by_its_finding_id() {
-    let _one = one_at_a_time();
-    let wine = Wine::new();
+    let _one = ONE_AT_A_TIME.lock().await;
+    let wine = Wine::prepare();
     let server = WinServer::start(&wine);
     let (client, session) = paused_mock_session(&server).await;
     let (_harness, worker, leaked) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
@@ -239,8 +233,8 @@ async fn the_seed_leak_on_windows_is_a_leaked_worker_terminated_by_its_finding_i
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_on_windows_orphans_only_what_ran_outside_the_servers_job() {
-    let _one = one_at_a_time();
-    let wine = Wine::new();
+    let _one = ONE_AT_A_TIME.lock().await;
+    let wine = Wine::prepare();
     let mut server = WinServer::start(&wine);
     let (_client, session) = paused_mock_session(&server).await;
     let (_harness, stand_in, _) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
@@ -352,8 +346,8 @@ async fn a_crash_on_windows_orphans_only_what_ran_outside_the_servers_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_windows_machine_is_a_cmd_target_of_the_linux_cli_audited_and_killed_across() {
-    let _one = one_at_a_time();
-    let wine = Wine::new();
+    let _one = ONE_AT_A_TIME.lock().await;
+    let wine = Wine::prepare();
     let server = WinServer::start(&wine);
     let (client, _session) = paused_mock_session(&server).await;
     let (_harness, worker, _) = seed_bug_stand_in(&wine, server.pid, server.dir.path());
@@ -449,8 +443,8 @@ fn f_method(f: &Value) -> String {
 
 #[test]
 fn a_replaced_pid_is_refused_never_terminated_on_windows() {
-    let _one = one_at_a_time();
-    let wine = Wine::new();
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
     let exe = debugtop_e2e::wine::windows_build().join("examples/replaced_pid.exe");
     let (code, out, err) = wine.run_built(&exe, &[]);
     assert_eq!(code, 0, "{out}{err}");
@@ -470,8 +464,8 @@ fn a_replaced_pid_is_refused_never_terminated_on_windows() {
 #[test]
 fn a_stdio_server_outliving_its_crashed_host_on_windows_is_orphaned_with_the_check_it_could_not_make(
 ) {
-    let _one = one_at_a_time();
-    let wine = Wine::new();
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
     let node = win(&debugtop_e2e::wine::windows_node());
     // The EOF-ignoring server (real MCP SDK, a child of its own) breaks away from the host's

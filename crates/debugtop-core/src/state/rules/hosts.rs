@@ -73,6 +73,28 @@ fn host_alive(ctx: &Ctx<'_>, p: &Proc) -> bool {
 }
 
 fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec<String> {
+    let mut e = vec![
+        unreachable_line(p, channel),
+        host_line(p),
+        mcp_line(p, mcp_debugger),
+    ];
+    if p.stdio.is_some_and(|x| x.stdout.is_channel()) {
+        e.push("its stdout leads to the gone host too: what it answers goes nowhere".into());
+    }
+    let kids: Vec<String> = ctx
+        .procs()
+        .filter(|q| q.ppid == p.pid && q.state.is_alive())
+        .map(|q| q.pid.to_string())
+        .collect();
+    if !kids.is_empty() {
+        e.push(format!("still running under it: {}", kids.join(", ")));
+    }
+    e
+}
+
+/// Why nothing can reach it: nobody holds the other end of its channel — or, where that cannot
+/// be checked, which check was not possible.
+fn unreachable_line(p: &Proc, channel: FdKind) -> String {
     let name: String = p.argv.join(" ").chars().take(100).collect();
     let end = match channel {
         // Inode 0: a system without pipe inodes (Windows).
@@ -81,7 +103,7 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
         FdKind::Socket { inode } => format!("the other end of its stdio socket (socket:[{inode}])"),
         _ => "the other end of its stdio".to_owned(),
     };
-    let mut e = vec![if p.stdin_unchecked {
+    if p.stdin_unchecked {
         format!(
             "stdio MCP server {} ({name}): who holds {end} cannot be checked here (enumerating \
              other processes' handles takes rights a normal user lacks), so this rests on its \
@@ -93,8 +115,12 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
             "stdio MCP server {} ({name}): no process holds {end}, so no request can ever reach it",
             p.pid
         )
-    }];
-    e.push(match &p.host {
+    }
+}
+
+/// Its host, gone.
+fn host_line(p: &Proc) -> String {
+    match &p.host {
         Some(h) => format!(
             "its {} host {} ({}) is gone; its parent is now pid {}",
             h.kind.title(),
@@ -114,8 +140,12 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
                 ""
             }
         ),
-    });
-    e.push(match (&p.mcp, mcp_debugger) {
+    }
+}
+
+/// Why it is an MCP server.
+fn mcp_line(p: &Proc, mcp_debugger: bool) -> String {
+    match (&p.mcp, mcp_debugger) {
         (_, true) => "it is an mcp-debugger server in stdio mode".into(),
         (Some(McpEvidence::Argv { arg }), _) => {
             format!("it is an MCP server: its command line names {arg}")
@@ -126,17 +156,5 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
         (Some(McpEvidence::HostChild), _) | (None, false) => {
             "it is an MCP server: its host talked to it over stdin and stdout".into()
         }
-    });
-    if p.stdio.is_some_and(|x| x.stdout.is_channel()) {
-        e.push("its stdout leads to the gone host too: what it answers goes nowhere".into());
     }
-    let kids: Vec<String> = ctx
-        .procs()
-        .filter(|q| q.ppid == p.pid && q.state.is_alive())
-        .map(|q| q.pid.to_string())
-        .collect();
-    if !kids.is_empty() {
-        e.push(format!("still running under it: {}", kids.join(", ")));
-    }
-    e
 }
