@@ -40,6 +40,11 @@ wine: number,
  */
 cpu_unmeasured: boolean, 
 /**
+ * The system has no per-process scheduler state (Windows: no zombies, no stopped
+ * processes): `zombie` and `stopped` cannot be told.
+ */
+no_states: boolean, 
+/**
  * Wall time of the scan, in microseconds.
  */
 duration_us: number, };
