@@ -117,7 +117,7 @@ pub enum Command {
         #[arg(long)]
         yes: bool,
         /// Allow a pid outside every debug server's tree: it (and, with --tree, its
-        /// descendants, read from /proc now) joins the plan as a process of no role. pid 1,
+        /// descendants, read from the system now) joins the plan as a process of no role. pid 1,
         /// debugtop itself and its ancestors are refused even so, and so are other users'
         /// processes unless run as root. Without --force such a pid is refused.
         #[arg(long)]

@@ -299,7 +299,7 @@ async fn kill_cmd(
         restrict(&mut plan, only);
     }
     if how.json {
-        return kill_json(plan, how.dry_run).await;
+        return kill_json(plan, how.dry_run, opts.force).await;
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "plan:")?;
@@ -318,7 +318,7 @@ async fn kill_cmd(
         return Ok(ExitCode::from(1));
     }
     drop(out);
-    let report = execute_now(plan, true).await?;
+    let report = execute_now(plan, true, opts.force).await?;
     let mut out = std::io::stdout().lock();
     for o in &report.outcomes {
         writeln!(
@@ -336,10 +336,17 @@ async fn kill_cmd(
     })
 }
 
-/// Every refusal again, against the table as it is now (time passed since planning), then
-/// the signals.
-async fn execute_now(plan: KillPlan, print: bool) -> anyhow::Result<KillReport> {
-    let plan = kill::recheck(&plan, &live_now().await?);
+/// Every refusal again, against the table as it is now (time passed since planning) — with
+/// `force`, plus the plan's targets read from the system now, so a forced pid is checked
+/// against its identity, not refused for being outside every tree — then the signals.
+async fn execute_now(plan: KillPlan, print: bool, force: bool) -> anyhow::Result<KillReport> {
+    let live = live_now().await?;
+    let live = if force {
+        kill::with_forced_targets(&live, &plan)
+    } else {
+        live
+    };
+    let plan = kill::recheck(&plan, &live);
     tokio::task::spawn_blocking(move || {
         kill::execute(&plan, |p| {
             if let (true, debugtop_core::model::Progress::Signalled { pid, signal }) = (print, p) {
@@ -352,11 +359,11 @@ async fn execute_now(plan: KillPlan, print: bool) -> anyhow::Result<KillReport> 
 }
 
 /// `kill --json`: the plan, executed unless a dry run, as one `KillAnswer`.
-async fn kill_json(plan: KillPlan, dry_run: bool) -> anyhow::Result<ExitCode> {
+async fn kill_json(plan: KillPlan, dry_run: bool, force: bool) -> anyhow::Result<ExitCode> {
     let report = if dry_run || plan.targets.is_empty() {
         None
     } else {
-        Some(execute_now(plan.clone(), false).await?)
+        Some(execute_now(plan.clone(), false, force).await?)
     };
     let code = match &report {
         Some(r) if r.all_gone() => 0,

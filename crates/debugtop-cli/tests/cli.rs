@@ -437,3 +437,62 @@ async fn audit_reports_a_stuck_session_and_the_snapshot_carries_its_stages() {
     );
     start.abort();
 }
+
+#[test]
+fn regression_force_was_refused_at_execution_now_it_takes_the_pid_and_its_descendants() {
+    // A shell with a child of its own: nothing to do with any debug server.
+    let mut sh =
+        debugtop_e2e::Spawned::spawn(Command::new("sh").args(["-c", "sleep 600 & echo $!; wait"]));
+    let child: u32 = sh
+        .read_line(std::time::Duration::from_secs(10))
+        .parse()
+        .unwrap();
+    let ids = [
+        (sh.pid, debugtop_e2e::start_ticks(sh.pid).unwrap()),
+        (child, debugtop_e2e::start_ticks(child).unwrap()),
+    ];
+    // Without --force: refused, untouched.
+    let out = cli()
+        .args(["kill", &sh.pid.to_string(), "--tree", "--yes"])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(ids
+        .iter()
+        .all(|(p, t)| debugtop_e2e::procs::untouched(*p, *t)));
+    // With it: the shell and, with --tree, its child.
+    let out = cli()
+        .args([
+            "kill",
+            &sh.pid.to_string(),
+            "--force",
+            "--tree",
+            "--yes",
+            "--grace-ms",
+            "2000",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("SIGTERM other (pid {child}")),
+        "{text}"
+    );
+    sh.reap();
+    for (p, t) in ids {
+        assert!(
+            debugtop_e2e::start_ticks(p) != Some(t)
+                || debugtop_e2e::procs::state_of(p) == Some('Z'),
+            "{p} still runs: {text}"
+        );
+    }
+}

@@ -551,3 +551,30 @@ fn a_stdio_server_outliving_its_crashed_host_on_windows_is_orphaned_with_the_che
     let (code, doc) = audit(&wine);
     assert_eq!(code, 0, "nothing left: {doc:#}");
 }
+
+#[test]
+fn force_on_windows_takes_a_process_outside_every_tree_after_checking_it() {
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
+    let out = wine.dir.path().join("plain.out");
+    let _plain = wine.node(
+        &[
+            "-e".into(),
+            "console.log(process.pid); setInterval(() => {}, 1 << 30)".into(),
+        ],
+        &out,
+    );
+    let pid: u32 = wait_for(Duration::from_secs(60), || {
+        std::fs::read_to_string(&out).ok()?.trim().parse().ok()
+    })
+    .expect("the plain node's Windows pid");
+    let (code, out, _) = wine.cli(&["kill", &pid.to_string(), "--yes"]);
+    assert_ne!(
+        code, 0,
+        "outside every tree: refused without --force: {out}"
+    );
+    assert!(out.contains("use --force"), "{out}");
+    let (code, out, err) = wine.cli(&["kill", &pid.to_string(), "--force", "--yes"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("other {pid}: terminated")), "{out}");
+}

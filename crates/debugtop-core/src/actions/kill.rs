@@ -11,11 +11,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::collect::{parse, read_stat};
+use crate::collect;
 use crate::error::{Error, Result};
 use crate::model::{
     Finding, FindingId, FindingKind, KillPlan, KillReport, LiveTable, Outcome, PidOutcome, Proc,
-    ProcState, Progress, Role,
+    Progress, Role,
 };
 use crate::state::plan::{self, PlanOptions, MAX_GRACE};
 
@@ -208,61 +208,59 @@ fn bulk(
     ))
 }
 
-/// The live table plus `pid` (and, with `tree`, its descendants) read from `/proc` now, as
-/// processes of no role: what `--force` lets a plan target.
+/// The live table plus `pid` (and, with `tree`, its descendants) read from the system now, as
+/// processes of no role: what `--force` lets a plan target. A descendant is a process whose
+/// parent pid names one already taken and that started after it (on Windows a parent pid may
+/// have been reused).
 fn with_forced(live: &LiveTable, pid: u32, tree: bool) -> LiveTable {
     let mut table = live.clone();
     let mut frontier = vec![pid];
-    let all = if tree { all_pids() } else { Vec::new() };
+    let links = if tree {
+        collect::parent_links()
+    } else {
+        Vec::new()
+    };
     while let Some(p) = frontier.pop() {
         if table.get(p).is_none() {
             let Some(proc) = read_forced(p) else { continue };
             table.procs.push(std::sync::Arc::new(proc));
         }
-        if tree {
-            frontier.extend(
-                all.iter()
-                    .filter(|q| read_stat(**q).is_some_and(|s| s.ppid == p))
-                    .filter(|q| table.get(**q).is_none()),
-            );
-        }
+        let Some(born) = table.get(p).map(|q| q.start_ticks) else {
+            continue;
+        };
+        frontier.extend(
+            links
+                .iter()
+                .filter(|(q, parent)| *parent == p && *q != p && table.get(*q).is_none())
+                .filter(|(q, _)| collect::glance(*q).is_some_and(|g| g.start_ticks >= born))
+                .map(|(q, _)| *q),
+        );
     }
     table
 }
 
-fn all_pids() -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .map(|rd| {
-            rd.flatten()
-                .filter_map(|e| e.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The live table plus every target of `plan` that is not in it, read from the system now:
+/// what a plan made with `--force` is checked against before execution (identities included:
+/// a forced pid reused since the plan is refused like any other).
+pub fn with_forced_targets(live: &LiveTable, plan: &KillPlan) -> LiveTable {
+    plan.targets
+        .iter()
+        .fold(live.clone(), |table, t| with_forced(&table, t.pid, false))
 }
 
 fn read_forced(pid: u32) -> Option<Proc> {
-    let st = read_stat(pid)?;
-    let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| parse::parse_cmdline(&b))
-        .unwrap_or_default();
-    let uid = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        });
+    let g = collect::glance(pid)?;
     Some(Proc {
         pid,
-        ppid: st.ppid,
-        pgid: st.pgrp,
-        sid: st.session,
-        state: ProcState::from_letter(st.state),
+        ppid: g.ppid,
+        pgid: g.pgid,
+        sid: g.sid,
+        state: g.state,
         start_time: chrono::DateTime::UNIX_EPOCH,
-        start_ticks: st.starttime,
-        uid,
+        start_ticks: g.start_ticks,
+        uid: g.uid,
         role: Role::Other,
-        argv,
+        argv: g.argv,
         markers: Default::default(),
         cpu_percent: None,
         rss_bytes: 0,

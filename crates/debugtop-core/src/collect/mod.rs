@@ -94,6 +94,81 @@ pub fn read_stat(pid: u32) -> Option<parse::StatFields> {
     parse::parse_stat(&std::fs::read(format!("/proc/{pid}/stat")).ok()?)
 }
 
+/// One process read now, outside a scan: what `kill --force` adds to a plan as a process of no
+/// role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glance {
+    /// Parent pid.
+    pub ppid: u32,
+    /// Process group (0 where there are none).
+    pub pgid: u32,
+    /// Session (0 where there are none).
+    pub sid: u32,
+    /// Scheduler state.
+    pub state: ProcState,
+    /// The identity's start ticks (Windows: creation time).
+    pub start_ticks: u64,
+    /// Command line.
+    pub argv: Vec<String>,
+    /// Owner.
+    pub uid: Option<u32>,
+}
+
+/// `pid` read now, if it runs and can be read.
+pub fn glance(pid: u32) -> Option<Glance> {
+    #[cfg(target_os = "linux")]
+    {
+        let st = read_stat(pid)?;
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| parse::parse_cmdline(&b))
+            .unwrap_or_default();
+        let uid = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Uid:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            });
+        Some(Glance {
+            ppid: st.ppid,
+            pgid: st.pgrp,
+            sid: st.session,
+            state: ProcState::from_letter(st.state),
+            start_ticks: st.starttime,
+            argv,
+            uid,
+        })
+    }
+    #[cfg(windows)]
+    {
+        windows::glance(pid)
+    }
+    #[cfg(not(any(target_os = "linux", windows)))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Every running pid with its parent pid, now.
+pub fn parent_links() -> Vec<(u32, u32)> {
+    #[cfg(windows)]
+    {
+        windows::parent_links()
+    }
+    #[cfg(not(windows))]
+    {
+        std::fs::read_dir("/proc")
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                    .filter_map(|pid| Some((pid, read_stat(pid)?.ppid)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// The parent pid of a running process, read now (kill planning, debugtop's own ancestry).
 pub fn parent_pid(pid: u32) -> Option<u32> {
     #[cfg(windows)]

@@ -276,6 +276,32 @@ pub fn listening_ports() -> Vec<(u16, u32)> {
         .collect()
 }
 
+/// `pid` read now (see [`super::glance`]).
+pub fn glance(pid: u32) -> Option<super::Glance> {
+    let e = sys::snapshot().ok()?.into_iter().find(|e| e.pid == pid)?;
+    let h = sys::open(pid, sys::Access::Peb)
+        .or_else(|_| sys::open(pid, sys::Access::Query))
+        .ok()?;
+    let (created, _) = h.times()?;
+    let ident = ident_of(&e, Some(&h));
+    Some(super::Glance {
+        ppid: e.ppid,
+        pgid: 0,
+        sid: 0,
+        state: ProcState::Unknown,
+        start_ticks: created,
+        argv: ident.argv,
+        uid: ident.uid,
+    })
+}
+
+/// Every running pid with the parent pid Toolhelp records.
+pub fn parent_links() -> Vec<(u32, u32)> {
+    sys::snapshot()
+        .map(|all| all.into_iter().map(|e| (e.pid, e.ppid)).collect())
+        .unwrap_or_default()
+}
+
 /// The parent pid of `pid` as Toolhelp records it, when `pid` runs.
 pub fn parent_of(pid: u32) -> Option<u32> {
     sys::snapshot()
