@@ -50,15 +50,9 @@ pub async fn kill(
     }
     let mut out = std::io::stdout().lock();
     if !json {
-        writeln!(out, "plan on {on} ({}):", one_line(&hello.host))?;
-        for line in shown.plan.describe() {
-            writeln!(out, "  {}", one_line(&line))?;
-        }
+        print_plan(&mut out, on, &hello.host, &shown.plan)?;
     }
     if shown.plan.targets.is_empty() {
-        if !json {
-            writeln!(out, "nothing to kill")?;
-        }
         return Ok(ExitCode::from(1));
     }
     if dry_run {
@@ -86,6 +80,23 @@ pub async fn kill(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The far side's plan, as its lines (or that there is nothing to kill).
+fn print_plan(
+    out: &mut impl Write,
+    on: &Target,
+    host: &str,
+    plan: &debugtop_core::model::KillPlan,
+) -> anyhow::Result<()> {
+    writeln!(out, "plan on {on} ({}):", one_line(host))?;
+    for line in plan.describe() {
+        writeln!(out, "  {}", one_line(&line))?;
+    }
+    if plan.targets.is_empty() {
+        writeln!(out, "nothing to kill")?;
+    }
+    Ok(())
 }
 
 /// What the far side did: the answer as JSON, or each outcome and refusal as a line.

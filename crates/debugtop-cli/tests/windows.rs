@@ -53,6 +53,16 @@ fn chain_of(snap: &Value, session: &str) -> (u32, u32) {
     (pid("worker"), pid("adapter"))
 }
 
+/// The pids a plan (as JSON) targets, in order.
+fn planned(plan: &Value) -> Vec<u64> {
+    plan["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect()
+}
+
 fn audit(wine: &Wine) -> (i32, Value) {
     let (code, out, err) = wine.cli(&["audit", "--json"]);
     let doc = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
@@ -197,12 +207,7 @@ async fn the_seed_leak_on_windows_is_a_leaked_worker_terminated_by_its_finding_i
     );
     let plan = &f["plan"];
     assert_eq!(plan["method"], "terminate", "{plan:#}");
-    let planned: Vec<u64> = plan["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["pid"].as_u64().unwrap())
-        .collect();
+    let planned = planned(plan);
     assert!(planned.contains(&u64::from(worker)), "{planned:?}");
 
     let id = f["id"].as_str().unwrap();
@@ -320,12 +325,7 @@ async fn a_crash_on_windows_orphans_only_what_ran_outside_the_servers_job() {
     assert_eq!(all.len(), 1, "only the stand-in outside the job: {doc:#}");
     let f = &all[0];
     assert_eq!(f["kind"], "orphaned-worker");
-    let planned: Vec<u64> = f["plan"]["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["pid"].as_u64().unwrap())
-        .collect();
+    let planned = planned(&f["plan"]);
     assert!(
         planned.contains(&u64::from(stand_in)) && planned.contains(&stand_in_adapter),
         "the worker and its adapter: {planned:?}"
@@ -536,12 +536,7 @@ fn a_stdio_server_outliving_its_crashed_host_on_windows_is_orphaned_with_the_che
         proc_of(&snap, memory).is_none(),
         "the memory server died with the host's job"
     );
-    let planned: Vec<u64> = f["plan"]["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["pid"].as_u64().unwrap())
-        .collect();
+    let planned = planned(&f["plan"]);
     assert!(
         planned.len() >= 2 && planned.contains(&u64::from(eof)),
         "the server and its own child: {planned:?}"

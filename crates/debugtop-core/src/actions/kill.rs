@@ -375,13 +375,28 @@ struct Reporter<'a> {
     progress: &'a mut dyn FnMut(Progress),
 }
 
-impl Reporter<'_> {
+impl<'a> Reporter<'a> {
     fn done(&mut self, pid: u32, role: Role, outcome: Outcome) {
         (self.progress)(Progress::Done {
             pid,
             outcome: outcome.clone(),
         });
         self.outcomes.push(PidOutcome { pid, role, outcome });
+    }
+
+    /// A reporter whose first outcomes are the plan's refusals.
+    #[cfg(any(target_os = "linux", windows))]
+    fn with_refusals(plan: &KillPlan, progress: &'a mut dyn FnMut(Progress)) -> Self {
+        let outcomes = plan
+            .refused
+            .iter()
+            .map(|r| PidOutcome {
+                pid: r.pid,
+                role: Role::Other,
+                outcome: Outcome::Refused { why: r.why.clone() },
+            })
+            .collect();
+        Self { outcomes, progress }
     }
 
     fn signalled(&mut self, pid: u32, signal: crate::model::KillSignal) {
@@ -393,18 +408,7 @@ impl Reporter<'_> {
 #[cfg(target_os = "linux")]
 pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillReport {
     use crate::model::KillSignal;
-    let mut r = Reporter {
-        outcomes: Vec::new(),
-        progress: &mut progress,
-    };
-    for refused in &plan.refused {
-        let why = refused.why.clone();
-        r.outcomes.push(PidOutcome {
-            pid: refused.pid,
-            role: Role::Other,
-            outcome: Outcome::Refused { why },
-        });
-    }
+    let mut r = Reporter::with_refusals(plan, &mut progress);
     let live = linux::open_all(plan, &mut r);
     let pending = linux::signal_all(live, KillSignal::Term, &mut r, Outcome::AlreadyGone);
     let grace = Duration::from_millis(plan.grace_ms).min(MAX_GRACE);
@@ -428,18 +432,7 @@ pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillRepor
 /// signalled. Windows has no SIGTERM for these processes, so there is no grace.
 #[cfg(windows)]
 pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillReport {
-    let mut r = Reporter {
-        outcomes: Vec::new(),
-        progress: &mut progress,
-    };
-    for refused in &plan.refused {
-        let why = refused.why.clone();
-        r.outcomes.push(PidOutcome {
-            pid: refused.pid,
-            role: Role::Other,
-            outcome: Outcome::Refused { why },
-        });
-    }
+    let mut r = Reporter::with_refusals(plan, &mut progress);
     let opened = windows::open_all(plan, &mut r);
     for (t, h) in opened {
         windows::terminate(&t, &h, &mut r);
