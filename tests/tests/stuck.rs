@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use debugtop_core::model::{
     DebugSession, Finding, FindingKind, ProcState, Role, SessionState, Severity, Stage,
-    StartRequest, Update,
+    StartRequest, Update, What,
 };
 use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Client, Server};
@@ -193,6 +193,34 @@ async fn an_adapter_that_never_answers_initialize_is_a_stuck_session_before_the_
         |u| stuck(u, &id).is_none().then_some(()),
     )
     .await;
+    // The aftermath: the server lists the failed session in state `error` with no worker. It is
+    // history (the server said why), not a session without a worker — at every tick until past
+    // the grace after the worker is gone.
+    let t1 = Instant::now();
+    let mut said = None;
+    while t1.elapsed() < Duration::from_secs(12) {
+        let u = e.tick().await.unwrap();
+        let ours: Vec<String> = u
+            .snapshot
+            .findings
+            .iter()
+            .filter(|f| f.session_id.as_deref() == Some(id.as_str()))
+            .map(|f| format!("{}: {:?}", f.id, f.evidence))
+            .collect();
+        assert!(ours.is_empty(), "a failed start raised: {ours:?}");
+        if let Some(d) = session(&u, &id) {
+            said = d
+                .facts
+                .iter()
+                .find(|x| matches!(x.what, What::StartFailed { .. }))
+                .map(|x| x.text.clone())
+                .or(said);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let said = said.expect("the timeline keeps the server's word on the failed start");
+    assert!(said.starts_with("the server could not start it"), "{said}");
+    assert!(!said.contains("undefined"), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

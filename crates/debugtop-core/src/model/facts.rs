@@ -160,6 +160,11 @@ pub enum What {
         /// How.
         how: ExitHow,
     },
+    /// The server gave up starting the session (it is over: history, not a live session).
+    StartFailed {
+        /// The server's reason.
+        reason: String,
+    },
     /// The startup reaper killed an orphaned worker of this session.
     ReaperKilledWorker {
         /// The worker's pid.
@@ -253,6 +258,10 @@ impl fmt::Display for What {
             Self::WorkerForceKilled => f.write_str("worker did not exit in time: force-killed"),
             Self::WorkerExited { how } => write!(f, "worker exited{how}"),
             Self::WorkerDied { how } => write!(f, "worker exited under a live session{how}"),
+            Self::StartFailed { reason } if reason.is_empty() => {
+                f.write_str("the server could not start it")
+            }
+            Self::StartFailed { reason } => write!(f, "the server could not start it: {reason}"),
             Self::ReaperKilledWorker { pid } => {
                 write!(f, "startup reaper killed orphan worker {pid}")
             }
@@ -423,6 +432,12 @@ fn session_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             },
         ),
         K::SessionStopped { session_id } => (debug(session_id), What::MarkedStopped),
+        K::StartFailed { session_id, reason } => (
+            debug(session_id),
+            What::StartFailed {
+                reason: reason.clone(),
+            },
+        ),
         K::DebugSessionClosing { session_id, .. } => (debug(session_id), What::Closing),
         K::DebugSessionClosed { session_id } => (debug(session_id), What::Closed),
         _ => return None,
@@ -440,10 +455,6 @@ fn worth_a_fact(stage: &super::Stage) -> bool {
 fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
     use LogEventKind as K;
     let debug = |sid: &String| Subject::Debug(sid.clone());
-    let how = |code: &Option<i32>, signal: &Option<String>| ExitHow {
-        code: *code,
-        signal: signal.clone(),
-    };
     Some(match kind {
         K::WorkerFinished {
             session_id: Some(sid),
@@ -466,6 +477,19 @@ fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
                 stage: stage.clone(),
             },
         ),
+        _ => return exit_fact(kind),
+    })
+}
+
+/// Lines about a session's worker ending.
+fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+    use LogEventKind as K;
+    let debug = |sid: &String| Subject::Debug(sid.clone());
+    let how = |code: &Option<i32>, signal: &Option<String>| ExitHow {
+        code: *code,
+        signal: signal.clone(),
+    };
+    Some(match kind {
         K::ProxyForceKilled {
             session_id: Some(sid),
         } => (debug(sid), What::WorkerForceKilled),
@@ -475,6 +499,18 @@ fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             session_id: Some(sid),
         } => (
             debug(sid),
+            What::WorkerExited {
+                how: how(code, signal),
+            },
+        ),
+        // `expected=true`: the server stopped it itself.
+        K::WorkerExited {
+            session_id,
+            code,
+            signal,
+            expected: Some(true),
+        } => (
+            debug(session_id),
             What::WorkerExited {
                 how: how(code, signal),
             },

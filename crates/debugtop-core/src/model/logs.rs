@@ -133,6 +133,14 @@ pub enum LogEventKind {
         /// Whether the server expected it (`undefined` when it did not know).
         expected: Option<bool>,
     },
+    /// `[SessionManager] Detailed error in startDebugging for session <id>: <why>` (or `Failed
+    /// to attach to process for session <id>:`): the server gave up starting the session.
+    StartFailed {
+        /// Debug session id.
+        session_id: String,
+        /// The server's reason, first line, bounded.
+        reason: String,
+    },
     /// `[proxy-reaper] Killed orphan proxy worker pid=<p> owner_pid=<o> session=<id>`.
     ReaperKilledOrphan {
         /// The worker killed.

@@ -267,6 +267,9 @@ fn session_line(m: &str) -> Option<LogEventKind> {
             to: bounded(to.trim()),
         });
     }
+    if let Some(e) = start_failed_line(m) {
+        return Some(e);
+    }
     if let Some(id) = m
         .strip_prefix("Session ")
         .and_then(|r| r.strip_suffix(" marked as STOPPED/TERMINATED."))
@@ -285,6 +288,18 @@ fn session_line(m: &str) -> Option<LogEventKind> {
     let rest = m.strip_prefix("Closing all debug sessions (")?;
     let n = rest.split_once(' ')?.0.parse().ok()?;
     Some(LogEventKind::ClosingAll { active: n })
+}
+
+/// The server giving up on a session's start (launch or attach).
+fn start_failed_line(m: &str) -> Option<LogEventKind> {
+    let rest = m
+        .strip_prefix("[SessionManager] Detailed error in startDebugging for session ")
+        .or_else(|| m.strip_prefix("[SessionManager] Failed to attach to process for session "))?;
+    let (id, reason) = rest.split_once(':').unwrap_or((rest, ""));
+    Some(LogEventKind::StartFailed {
+        session_id: session_id(id.trim())?,
+        reason: bounded(reason.trim().lines().next().unwrap_or("").trim()),
+    })
 }
 
 /// `[ProxyManager <id>] Exit: code=…, signal=…, expected=…`: a worker died under a session.
@@ -357,7 +372,8 @@ fn timestamp(v: &Value) -> Option<DateTime<Utc>> {
 
 fn signal_name(s: &str) -> Option<String> {
     let s = s.trim();
-    (s != "null" && !s.is_empty() && s.len() < 16 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+    // JavaScript's two words for "none" are not signals.
+    (s != "null" && s != "undefined" && !s.is_empty() && s.len() < 16 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
         .then(|| s.to_owned())
 }
 
@@ -997,6 +1013,52 @@ mod tests {
                 },
                 LogEventKind::ClosingAll { active: 3 },
             ]
+        );
+    }
+
+    #[test]
+    fn a_failed_start_is_the_servers_own_word_and_undefined_is_no_signal() {
+        let ev = parse_all(
+            include_str!("testdata/failed-start-0.24.2.log"),
+            "server.log",
+        );
+        let failed: Vec<(&str, &str)> = ev
+            .iter()
+            .filter_map(|e| match e {
+                LogEventKind::StartFailed { session_id, reason } => {
+                    Some((session_id.as_str(), reason.as_str()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            failed,
+            [
+                (
+                    "91e2c754-815d-46c3-bc18-94deac3adbf3",
+                    "Invalid environment for python: debugpy not installed for /tmp/fs/fakepy. Run: /tmp/fs/fakepy -m pip install debugpy"
+                ),
+                (
+                    "00567f4f-bd6e-4040-84b4-95518fc851fd",
+                    "Proxy exited during initialization. Code: null, Signal: SIGTERM"
+                ),
+            ]
+        );
+        assert!(ev.contains(&LogEventKind::WorkerExited {
+            session_id: "00567f4f-bd6e-4040-84b4-95518fc851fd".into(),
+            code: None,
+            signal: Some("SIGTERM".into()),
+            expected: Some(true),
+        }));
+        let line = r#"{"level":"info","message":"[ProxyManager s-9] Exit: code=1, signal=undefined, expected=undefined","timestamp":1}"#;
+        assert_eq!(
+            parse_all(line, "server.log"),
+            [LogEventKind::WorkerExited {
+                session_id: "s-9".into(),
+                code: Some(1),
+                signal: None,
+                expected: None,
+            }]
         );
     }
 

@@ -281,11 +281,24 @@ impl ServerKnowledge {
                 }
                 r.state = Some(*to);
             }
-            What::MarkedStopped | What::Closed if server_said && r.ended.is_none() => {
+            What::MarkedStopped | What::Closed | What::StartFailed { .. }
+                if server_said && r.ended.is_none() =>
+            {
                 r.ended = Some(at);
                 r.ended_by = Some(fact.clone());
             }
-            What::WorkerSpawned { pid } => r.worker_pid = Some(*pid),
+            // A failed session started again is live again.
+            What::WorkerSpawned { pid } => {
+                if r
+                    .ended_by
+                    .as_ref()
+                    .is_some_and(|f| matches!(f.what, What::StartFailed { .. }))
+                {
+                    r.ended = None;
+                    r.ended_by = None;
+                }
+                r.worker_pid = Some(*pid);
+            }
             What::AdapterSpawned { pid } => r.adapter_pid = Some(*pid),
             What::WorkerFinished { .. } if r.worker_finished.is_none() => {
                 r.worker_finished = Some((at, fact.clone()));

@@ -140,7 +140,15 @@ signal: string | null,
 /**
  * Whether the server expected it (`undefined` when it did not know).
  */
-expected: boolean | null, } | { "type": "reaper-killed-orphan", 
+expected: boolean | null, } | { "type": "start-failed", 
+/**
+ * Debug session id.
+ */
+session_id: string, 
+/**
+ * The server's reason, first line, bounded.
+ */
+reason: string, } | { "type": "reaper-killed-orphan", 
 /**
  * The worker killed.
  */

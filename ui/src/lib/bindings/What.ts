@@ -64,7 +64,11 @@ how: ExitHow, } | { "type": "worker-died",
 /**
  * How.
  */
-how: ExitHow, } | { "type": "reaper-killed-worker", 
+how: ExitHow, } | { "type": "start-failed", 
+/**
+ * The server's reason.
+ */
+reason: string, } | { "type": "reaper-killed-worker", 
 /**
  * The worker's pid.
  */
