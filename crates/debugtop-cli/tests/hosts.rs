@@ -393,3 +393,263 @@ fn near_misses_daemon_supervised_server_nested_mcp_debugger_raise_nothing() {
         "{doc:#}"
     );
 }
+
+/// A stdio server as the seed's repro wrote it: answers `initialize` and `tools/list` by hand
+/// (no SDK), keeps a child and a timer, ignores stdin EOF; nothing MCP in its name, no package.
+const BARE_SERVER: &str = r#"
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+createInterface({ input: process.stdin }).on('line', (l) => {
+  let m; try { m = JSON.parse(l); } catch { return; }
+  if (m.id === undefined) return;
+  const result = m.method === 'initialize'
+    ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'bare', version: '1' } }
+    : { tools: [] };
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }) + '\n');
+});
+spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
+setInterval(() => {}, 1 << 30);
+"#;
+
+/// A server written with the real Python MCP SDK (`mcp` 2.x, `MCPServer`), kept alive past
+/// stdin's EOF by a non-daemon thread.
+const PY_SERVER: &str = r#"
+import threading
+import time
+
+from mcp.server import MCPServer
+
+app = MCPServer("weather")
+
+
+@app.tool()
+def ping() -> str:
+    return "pong"
+
+
+threading.Thread(target=lambda: time.sleep(10**6)).start()
+app.run()
+"#;
+
+/// The shapes hosts really start servers in, each in a temporary folder of its own: the seed's
+/// bare server; the SDK server as a package (`weather-tool`, the SDK a dependency, nothing MCP
+/// in any name) through `npm exec`, and through `sh -c`; the Python SDK server through `sh -c`
+/// with the venv's python; the host's own helper (a plain python sleep loop, never
+/// initialised); and the real memory server behind `sh -c`, which exits with its stdin.
+fn wrapped_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let node_modules = tests.join("node_modules");
+    let bare = dir.join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::write(bare.join("server.mjs"), BARE_SERVER).unwrap();
+    let tool = dir.join("tool");
+    std::fs::create_dir_all(&tool).unwrap();
+    std::fs::write(
+        tool.join("package.json"),
+        json!({"name": "weather-tool", "version": "1.0.0", "type": "module",
+               "bin": {"weather-tool": "index.mjs"},
+               "dependencies": {"@modelcontextprotocol/sdk": "1.32.2"}})
+        .to_string(),
+    )
+    .unwrap();
+    let eof = std::fs::read_to_string(fixture("stdio/eof-ignorer.mjs")).unwrap();
+    std::fs::write(
+        tool.join("index.mjs"),
+        format!("#!/usr/bin/env node\n{eof}"),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .args(["755", tool.join("index.mjs").to_str().unwrap()])
+        .status()
+        .unwrap();
+    std::os::unix::fs::symlink(&node_modules, tool.join("node_modules")).unwrap();
+    std::fs::write(dir.join("pyserver.py"), PY_SERVER).unwrap();
+    let python = tests.join(".venv/bin/python");
+    let sh = |cmd: String| json!({"cmd": ["sh", "-c", cmd]});
+    let c = json!({"servers": [
+        {"cmd": ["node", bare.join("server.mjs")]},
+        {"cmd": ["npm", "exec", "--prefer-offline", "--yes",
+                 format!("--package={}", tool.display()), "--", "weather-tool"],
+         "env": {"npm_config_cache": dir.join("npm-cache"), "npm_config_update_notifier": "false"}},
+        sh(format!("node {}", tool.join("index.mjs").display())),
+        sh(format!("{} {}", python.display(), dir.join("pyserver.py").display())),
+        {"cmd": ["python3", "-c", "import time\nwhile True: time.sleep(1)"], "plain": true},
+        sh(format!("node {}", node_modules.join("@modelcontextprotocol/server-memory/dist/index.js").display())),
+    ]});
+    let p = dir.join("host.json");
+    std::fs::write(&p, c.to_string()).unwrap();
+    p
+}
+
+/// Every finding's planned pids.
+fn planned_pids(f: &Value) -> Vec<u32> {
+    f["plan"]["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| u32::try_from(t["pid"].as_u64()?).ok())
+        .collect()
+}
+
+#[test]
+fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = Spawned::spawn(
+        Command::new("node")
+            .arg(fixture("stdio/host.mjs"))
+            .arg(wrapped_config(dir.path()))
+            .stderr(Stdio::null()),
+    );
+    let ready = host.read_line(Duration::from_secs(90));
+    let servers: Vec<u32> = ready
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("host said {ready:?}"))
+        .split(' ')
+        .map(|p| p.parse().unwrap())
+        .collect();
+    let (bare, npx, sh_node, sh_py, helper, sh_memory) = (
+        servers[0], servers[1], servers[2], servers[3], servers[4], servers[5],
+    );
+    // Each chain's processes, by identity (the test cleans up only its own).
+    let settle = wait_for(Duration::from_secs(30), || {
+        let n = |p: u32| descendants(p).len();
+        // bare: its child; npx: sh, node, child; sh→node: node, child; sh→python; sh→memory.
+        (n(bare) >= 1 && n(npx) >= 3 && n(sh_node) >= 2 && n(sh_py) >= 1 && n(sh_memory) >= 1)
+            .then_some(())
+    });
+    settle.expect("every chain started what it starts");
+    let chains: Vec<(u32, Vec<u32>)> = servers
+        .iter()
+        .map(|&s| {
+            let mut all = vec![s];
+            all.extend(descendants(s).into_iter().map(|(p, _)| p));
+            (s, all)
+        })
+        .collect();
+    let mut owned: Vec<Owned> = chains
+        .iter()
+        .flat_map(|(_, all)| all.iter().map(|p| Owned::adopt(*p)))
+        .collect();
+
+    let (code, doc) = audit();
+    assert_eq!(code, 0, "a live host raises nothing: {doc:#}");
+    let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "500"]));
+    let stream = collect_lines(&mut watch);
+    wait_for(Duration::from_secs(10), || {
+        (stream.lock().unwrap().len() >= 2).then_some(())
+    })
+    .expect("watch streams");
+
+    host.signal(Signal::SIGKILL);
+    host.reap();
+    let memory_chain = chains
+        .iter()
+        .find(|(s, _)| *s == sh_memory)
+        .unwrap()
+        .1
+        .clone();
+    wait_for(Duration::from_secs(20), || {
+        memory_chain.iter().all(|p| gone(*p)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("the well-behaved server and its shell outlived the host"));
+    let survivors: Vec<u32> = chains
+        .iter()
+        .filter(|(s, _)| *s != sh_memory)
+        .flat_map(|(_, all)| all.clone())
+        .filter(|p| !gone(*p))
+        .collect();
+    eprintln!("survivors: {survivors:?}");
+
+    // A one-shot audit started after the crash (after the 6 s grace: it waits for it).
+    let (code, doc) = audit();
+    assert_eq!(code, 1, "{doc:#}");
+    let findings = doc["findings"].as_array().unwrap().clone();
+    let about = |root: u32| {
+        let all = &chains.iter().find(|(s, _)| *s == root).unwrap().1;
+        findings
+            .iter()
+            .filter(|f| planned_pids(f).iter().any(|p| all.contains(p)))
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    for (root, kind) in [
+        (bare, "orphaned-stdio"),
+        (helper, "orphaned-stdio"),
+        (npx, "orphaned-server"),
+        (sh_node, "orphaned-server"),
+        (sh_py, "orphaned-server"),
+    ] {
+        let fs = about(root);
+        assert_eq!(fs.len(), 1, "one finding for the chain of {root}: {fs:#?}");
+        assert_eq!(fs[0]["kind"], kind, "{:#}", fs[0]);
+        let all = &chains.iter().find(|(s, _)| *s == root).unwrap().1;
+        let plan = planned_pids(&fs[0]);
+        for p in all.iter().filter(|p| !gone(**p)) {
+            assert!(
+                plan.contains(p),
+                "survivor {p} of {root}'s chain not in {plan:?}: {:#}",
+                fs[0]
+            );
+        }
+        if kind == "orphaned-stdio" {
+            assert_eq!(fs[0]["severity"], "warning");
+        }
+    }
+    let npx_f = &about(npx)[0];
+    assert!(
+        npx_f["evidence"]
+            .to_string()
+            .contains("started through npx"),
+        "{npx_f:#}"
+    );
+    assert!(
+        npx_f["evidence"].to_string().contains("package.json"),
+        "the package found through npx's .bin link: {npx_f:#}"
+    );
+    assert!(
+        about(sh_py)[0]["evidence"]
+            .to_string()
+            .contains("imports mcp"),
+        "{:#}",
+        about(sh_py)[0]
+    );
+
+    // The monitor running across the crash names the same chains.
+    for root in [bare, npx, sh_node, sh_py, helper] {
+        let all = chains.iter().find(|(s, _)| *s == root).unwrap().1.clone();
+        wait_for(Duration::from_secs(30), || {
+            stream.lock().unwrap().iter().rev().take(3).find_map(|l| {
+                let u: Value = serde_json::from_str(l).ok()?;
+                u["snapshot"]["findings"]
+                    .as_array()?
+                    .iter()
+                    .find(|f| planned_pids(f).iter().any(|p| all.contains(p)))
+                    .cloned()
+            })
+        })
+        .unwrap_or_else(|| panic!("watch never named the chain of {root}"));
+    }
+    drop(watch);
+
+    for f in &findings {
+        let id = f["id"].as_str().unwrap();
+        let out = cli().args(["kill", id, "--yes"]).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{id}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    wait_for(Duration::from_secs(10), || {
+        survivors.iter().all(|p| gone(*p)).then_some(())
+    })
+    .unwrap_or_else(|| panic!("survivors left: {survivors:?}"));
+    let (code, doc) = audit();
+    assert_eq!(code, 0, "{doc:#}");
+    owned.clear();
+}

@@ -62,6 +62,7 @@ impl ProcBuilder {
             host: None,
             ns: None,
             tracer_pid: None,
+            adopted: None,
         })
     }
     /// Parent.
@@ -143,6 +144,16 @@ impl ProcBuilder {
             stdout: FdKind::Pipe { inode: stdin + 1 },
         });
         self.0.channel = Some(FdKind::Pipe { inode: stdin });
+        self
+    }
+    /// Its parent is gone: it was taken in by `a`.
+    pub fn adopted(mut self, a: crate::model::Adopted) -> Self {
+        self.0.ppid = match &a {
+            crate::model::Adopted::Init => 1,
+            crate::model::Adopted::Subreaper { pid, .. }
+            | crate::model::Adopted::Adopter { pid } => *pid,
+        };
+        self.0.adopted = Some(a);
         self
     }
     /// stdin is `/dev/null` (a daemon).
@@ -516,6 +527,7 @@ fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<
         host: None,
         ns: None,
         tracer_pid: None,
+        adopted: None,
     }
 }
 

@@ -63,6 +63,7 @@ export const ROLE_ICON: Record<string, string> = {
   debuggee: '▶',
   watchdog: '◉',
   host: '⌂',
+  wrapper: '↳',
   other: '·',
 };
 

@@ -278,6 +278,7 @@ fn read_forced(pid: u32) -> Option<Proc> {
         host: None,
         ns: None,
         tracer_pid: None,
+        adopted: None,
     })
 }
 

@@ -111,6 +111,8 @@ fn python_moved_stdio(pid: u32, stdio: Option<Stdio>) -> bool {
 enum Far {
     /// The writing end of this pipe.
     PipeWriter(u64),
+    /// The reading end of this pipe (of a stdout).
+    PipeReader(u64),
     /// This socket (the peer of stdin's).
     Socket(u64),
     /// Nothing: a socket whose peer closed.
@@ -120,7 +122,7 @@ enum Far {
 impl Far {
     fn link(self) -> Option<String> {
         match self {
-            Self::PipeWriter(i) => Some(format!("pipe:[{i}]")),
+            Self::PipeWriter(i) | Self::PipeReader(i) => Some(format!("pipe:[{i}]")),
             Self::Socket(i) => Some(format!("socket:[{i}]")),
             Self::Gone => None,
         }
@@ -157,22 +159,24 @@ fn far_ends(channels: &[FdKind]) -> HashMap<FdKind, Far> {
         .collect()
 }
 
-/// Whether `/proc/<pid>/fdinfo/<fd>` says the fd was opened for writing.
-fn writable(pid: u32, fd: &str) -> bool {
-    let Ok(info) = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")) else {
-        return false;
-    };
+/// The access mode `/proc/<pid>/fdinfo/<fd>` says the fd was opened with (`O_ACCMODE`:
+/// O_RDONLY = 0, O_WRONLY = 1, O_RDWR = 2).
+fn access_mode(pid: u32, fd: &str) -> Option<u32> {
+    let info = std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
     info.lines()
         .find_map(|l| l.strip_prefix("flags:"))
         .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
-        // O_ACCMODE: O_WRONLY = 1, O_RDWR = 2.
-        .is_some_and(|flags| flags & 3 != 0)
+        .map(|flags| flags & 3)
 }
 
 /// Whether an fd of `pid` (named `fd`, pointing at `link`) is the far end wanted.
 fn is_far(pid: u32, fd: &str, link: &str, far: Far) -> bool {
     far.link().is_some_and(|want| link == want)
-        && (!matches!(far, Far::PipeWriter(_)) || writable(pid, fd))
+        && match far {
+            Far::PipeWriter(_) => access_mode(pid, fd).is_some_and(|m| m != 0),
+            Far::PipeReader(_) => access_mode(pid, fd).is_some_and(|m| m != 1),
+            _ => true,
+        }
 }
 
 /// Whether `pid` holds `far`.
@@ -242,9 +246,126 @@ const PARENT_TTL: Duration = Duration::from_secs(10);
 pub struct FdWatch {
     parent: HashMap<(u32, u32, FdKind), (Instant, bool)>,
     holders: HashMap<Far, (Instant, Vec<u32>)>,
+    /// The leaked chains' roots found by the last scan (by identity).
+    roots: HashSet<(u32, u64)>,
+    /// A new root was found: the next scan reads every process (what runs under it may be
+    /// idle and unread so far).
+    pub full_next: bool,
+}
+
+/// The far ends of an adopted process's stdio: its stdin's writer, its stdout's reader (a
+/// socket's peer for either).
+fn stdio_far_ends(io: Stdio, peers: &HashMap<u64, Option<u64>>) -> Vec<(FdKind, Far)> {
+    let far = |c: FdKind, pipe: fn(u64) -> Far| match c {
+        FdKind::Pipe { inode } => Some((c, pipe(inode))),
+        FdKind::Socket { inode } => Some((
+            c,
+            match peers.get(&inode) {
+                Some(Some(p)) => Far::Socket(*p),
+                _ => Far::Gone,
+            },
+        )),
+        _ => None,
+    };
+    let mut out: Vec<(FdKind, Far)> = far(io.stdin, Far::PipeWriter).into_iter().collect();
+    if io.stdout != io.stdin || !matches!(io.stdout, FdKind::Socket { .. }) {
+        out.extend(far(io.stdout, Far::PipeReader));
+    }
+    out
+}
+
+/// debugtop's own ancestors: in use while it runs, whatever their pipes say (their other ends
+/// may be held outside this pid namespace: a container's `exec`, a CI runner).
+fn own_ancestors() -> HashSet<u32> {
+    let mut out = HashSet::new();
+    let mut pid = std::process::id();
+    for _ in 0..64 {
+        match super::parent_pid(pid) {
+            Some(pp) if pp > 1 && out.insert(pp) => pid = pp,
+            _ => break,
+        }
+    }
+    out
 }
 
 impl FdWatch {
+    /// Adopted processes with nobody at the other end of their stdio: no process can write to
+    /// their stdin, nor read their stdout (a socket's peer closed, or nobody holds it). Each
+    /// is the root of a leaked chain ([`super::Sample::dead_end`]).
+    fn dead_ends(&mut self, samples: &mut [super::Sample], now: Instant) {
+        let candidates: Vec<usize> = (0..samples.len())
+            .filter(|&i| samples[i].adopted.is_some() && samples[i].state.is_alive())
+            .filter(|&i| {
+                samples[i]
+                    .stdio
+                    .is_some_and(|io| io.stdin.is_channel() || io.stdout.is_channel())
+            })
+            .collect();
+        let mut roots = HashSet::new();
+        if !candidates.is_empty() {
+            let ours = own_ancestors();
+            let sockets: Vec<u64> = candidates
+                .iter()
+                .filter_map(|&i| samples[i].stdio)
+                .flat_map(|io| [io.stdin, io.stdout])
+                .filter_map(|c| match c {
+                    FdKind::Socket { inode } => Some(inode),
+                    _ => None,
+                })
+                .collect();
+            let peers = if sockets.is_empty() {
+                HashMap::new()
+            } else {
+                unix_diag::peers(&sockets)
+            };
+            let ends: Vec<(usize, Vec<(FdKind, Far)>)> = candidates
+                .into_iter()
+                .filter(|&i| !ours.contains(&samples[i].pid))
+                .filter_map(|i| Some((i, stdio_far_ends(samples[i].stdio?, &peers))))
+                .collect();
+            let fars: Vec<Far> = ends
+                .iter()
+                .flat_map(|(_, e)| e.iter().map(|x| x.1))
+                .collect();
+            self.refresh_holders(&fars, now);
+            for (i, e) in ends {
+                let me = samples[i].pid;
+                let nobody = |far: &Far| {
+                    *far == Far::Gone
+                        || self
+                            .holders
+                            .get(far)
+                            .is_none_or(|(_, who)| who.iter().all(|p| *p == me))
+                };
+                if e.iter().all(|(_, far)| nobody(far)) {
+                    let s = &mut samples[i];
+                    s.dead_end = e.first().map(|x| x.0);
+                    s.channel = s.channel.or(s.dead_end);
+                    roots.insert((s.pid, s.start_ticks));
+                }
+            }
+        }
+        self.full_next |= roots.iter().any(|r| !self.roots.contains(r));
+        self.roots = roots;
+    }
+
+    /// Reads again who holds each of `fars` whose answer is older than [`HOLDERS_TTL`].
+    fn refresh_holders(&mut self, fars: &[Far], now: Instant) {
+        self.holders
+            .retain(|_, (at, _)| now.duration_since(*at) < HOLDERS_TTL);
+        let stale: Vec<Far> = fars
+            .iter()
+            .copied()
+            .filter(|f| *f != Far::Gone && !self.holders.contains_key(f))
+            .collect();
+        if stale.is_empty() {
+            return;
+        }
+        for (far, who) in holders(&stale) {
+            self.holders.insert(far, (now, who));
+        }
+    }
+
     /// For each (child, parent, stdin channel): whether the parent holds the other end.
     fn parents_hold(&mut self, asks: &[(u32, u32, FdKind)], now: Instant) -> HashSet<u32> {
         self.parent
@@ -327,6 +448,7 @@ impl super::FdView for FdWatch {
         for s in samples.iter_mut() {
             s.parent_writes_stdin = held.contains(&s.pid);
         }
+        self.dead_ends(samples, now);
     }
 
     fn stdin_holders(&mut self, procs: &mut [Proc]) {
@@ -353,16 +475,8 @@ impl super::FdView for FdWatch {
         }
         let channels: Vec<FdKind> = suspects.iter().map(|(_, c)| *c).collect();
         let fars = far_ends(&channels);
-        self.holders
-            .retain(|_, (at, _)| now.duration_since(*at) < HOLDERS_TTL);
-        let stale: Vec<Far> = fars
-            .values()
-            .copied()
-            .filter(|f| !self.holders.contains_key(f))
-            .collect();
-        for (far, who) in holders(&stale) {
-            self.holders.insert(far, (now, who));
-        }
+        let wanted: Vec<Far> = fars.values().copied().collect();
+        self.refresh_holders(&wanted, now);
         for (i, c) in suspects {
             let me = procs[i].pid;
             let Some(far) = fars.get(&c) else { continue };

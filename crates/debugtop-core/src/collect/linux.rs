@@ -106,7 +106,7 @@ impl ProcfsCollector {
         // Incremental: known processes unrelated to any server are only listed, not read; every
         // FULL_EVERY-th scan reads everything (a safety net for an old process exec'ing into a
         // server). Measured in BENCHMARKS.md.
-        let full = self.gen % FULL_EVERY == 0;
+        let full = self.gen % FULL_EVERY == 0 || std::mem::take(&mut self.fds.full_next);
         let harvest = self.harvest_inner(full);
         self.read_next.clear();
         let harvest = harvest?;
@@ -228,6 +228,8 @@ impl ProcfsCollector {
             stdio: ident.stdio,
             channel: None,
             parent_writes_stdin: false,
+            adopted: None,
+            dead_end: None,
             ident,
         }
     }
@@ -462,9 +464,13 @@ fn ident_of(
         _ => None,
     };
     let pid = proc.pid().unsigned_abs();
-    let stdio = candidate.then(|| super::fds::stdio(pid));
+    // Every process's stdio (two links): a leaked chain's wrapper or a nameless server is no
+    // candidate by its name.
+    let stdio = Some(super::fds::stdio(pid));
     let mcp = match &signature {
-        Signature::None if stdio.is_some() => mcp_evidence(proc, &argv),
+        Signature::None if candidate || stdio.is_some_and(|s| s.piped()) => {
+            mcp_evidence(proc, &argv, uid)
+        }
         _ => None,
     };
     let moved = stdio.is_some_and(|x| x.stdin_channel().is_none());
@@ -527,8 +533,8 @@ fn our_container() -> Option<&'static str> {
 
 /// Why a process whose stdin and stdout are pipes counts as an MCP server (see
 /// [`super::mcp::evidence`]), its script resolved against its working directory.
-fn mcp_evidence(proc: &Process, argv: &[String]) -> Option<McpEvidence> {
-    super::mcp::evidence(argv, |script| Some(absolute(proc, script)))
+fn mcp_evidence(proc: &Process, argv: &[String], uid: Option<u32>) -> Option<McpEvidence> {
+    super::mcp::evidence(argv, |script| Some(absolute(proc, script)), uid)
 }
 
 enum ReadErr {

@@ -1,40 +1,63 @@
 //! What makes a process with piped stdio an MCP server when nothing else says so: an argument
-//! that names MCP, or the `package.json` of the script it runs. Shared by every collector
-//! (each tells how to make a script's path absolute).
+//! that names MCP; the `package.json` of the JavaScript it runs (reached through symbolic links:
+//! `node_modules/.bin` shims, npx's cache, a linked local package); the Python script it runs
+//! importing `mcp` or `fastmcp`; or the Python environment that script is installed in (a
+//! `uvx`/`pipx`/venv console script) holding the `mcp` distribution. Shared by every collector
+//! (each tells how to make a script's path absolute). Files are read bounded, regular files
+//! only, and a script only when its owner is the process's user (or root).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::classify::mcp_hint;
 use super::parse::basename;
 use crate::model::McpEvidence;
 
-/// Why a process whose stdin and stdout are pipes counts as an MCP server: an argument names
-/// MCP, or its script's nearest `package.json` does (the MCP SDK as a dependency, or "mcp" in
-/// its name or keywords). `absolute` makes the script's path absolute the way the process
-/// sees it (`None`: it cannot be told, and no package is read).
+/// The most read of a script or a `package.json`.
+const READ_CAP: u64 = 64 * 1024;
+
+/// Why a process whose stdin and stdout are pipes counts as an MCP server (see the module
+/// doc). `absolute` makes the script's path absolute the way the process sees it (`None`: it
+/// cannot be told, and nothing is read); `uid` is the process's user.
 pub fn evidence(
     argv: &[String],
     absolute: impl FnOnce(&str) -> Option<PathBuf>,
+    uid: Option<u32>,
 ) -> Option<McpEvidence> {
     if let Some(arg) = mcp_hint(argv) {
         return Some(McpEvidence::Argv {
             arg: arg.chars().take(200).collect(),
         });
     }
-    // Only a JavaScript program's own package speaks for it: the nearest `package.json` above
-    // its script (a Python script beside an npm project is not an npm package).
-    let script = argv
-        .iter()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .filter(|a| is_js_program(argv, a))?;
-    let mut dir = absolute(script)?;
+    let script = argv.iter().skip(1).find(|a| !a.starts_with('-'))?;
+    if is_js_program(argv, script) {
+        // Only a JavaScript program's own package speaks for it: the nearest `package.json`
+        // above its script, where the script really is (a Python script beside an npm project
+        // is not an npm package).
+        let real = resolved(&absolute(script)?);
+        return js_package(&real);
+    }
+    if is_python(argv) {
+        let path = absolute(script)?;
+        let real = resolved(&path);
+        return python_imports(&real, uid).or_else(|| python_environment(&path, &real));
+    }
+    None
+}
+
+/// The path with every symbolic link resolved, or as given when it cannot be (gone, denied).
+fn resolved(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The nearest `package.json` above `script` (six folders up at most), when it says MCP.
+fn js_package(script: &Path) -> Option<McpEvidence> {
+    let mut dir = script.to_path_buf();
     for _ in 0..6 {
         if !dir.pop() {
             break;
         }
         let file = dir.join("package.json");
-        let Some(text) = crate::safe_fs::read_small(&file, 64 * 1024) else {
+        let Some(text) = crate::safe_fs::read_small(&file, READ_CAP) else {
             continue;
         };
         return package_says_mcp(&text).map(|says| McpEvidence::Package {
@@ -43,6 +66,68 @@ pub fn evidence(
         });
     }
     None
+}
+
+/// The interpreter is a Python.
+fn is_python(argv: &[String]) -> bool {
+    argv.first().is_some_and(|a| {
+        let b = basename(a);
+        b.strip_suffix(".exe").unwrap_or(b).starts_with("python")
+    })
+}
+
+/// The script imports the MCP SDK (`mcp`, `fastmcp`): read bounded, a regular file of the
+/// process's user (or root).
+fn python_imports(script: &Path, uid: Option<u32>) -> Option<McpEvidence> {
+    use std::io::Read;
+    let owner = uid.filter(|u| *u != 0);
+    let f = crate::safe_fs::open_owned(script, owner)
+        .or_else(|| owner.and_then(|_| crate::safe_fs::open_owned(script, Some(0))))?;
+    let mut text = String::new();
+    f.take(READ_CAP).read_to_string(&mut text).ok()?;
+    let module = text.lines().find_map(imported_sdk)?;
+    Some(McpEvidence::Package {
+        file: script.to_string_lossy().into_owned(),
+        says: format!("it imports {module}"),
+    })
+}
+
+/// `import mcp…` / `from mcp… import` / the same for `fastmcp`: the SDK module a line imports.
+fn imported_sdk(line: &str) -> Option<&'static str> {
+    let l = line.trim_start();
+    let rest = l
+        .strip_prefix("import ")
+        .or_else(|| l.strip_prefix("from "))?
+        .trim_start();
+    ["fastmcp", "mcp"].into_iter().find(|m| {
+        rest.strip_prefix(m)
+            .is_some_and(|after| after.is_empty() || after.starts_with(['.', ' ', ',', ';']))
+    })
+}
+
+/// A console script installed in a Python environment (a venv, `uvx`'s or `pipx`'s) that holds
+/// the `mcp` distribution: the script lies in the environment's `bin`/`Scripts` folder, next to
+/// its `pyvenv.cfg`.
+fn python_environment(script: &Path, real: &Path) -> Option<McpEvidence> {
+    let env = [script, real]
+        .into_iter()
+        .filter_map(|s| s.parent()?.parent())
+        .find(|env| env.join("pyvenv.cfg").is_file())?;
+    let lib = env.join("lib");
+    let site = std::fs::read_dir(&lib)
+        .ok()?
+        .flatten()
+        .take(16)
+        .map(|e| e.path().join("site-packages"))
+        .chain([env.join("Lib").join("site-packages")])
+        .find(|sp| sp.join("mcp").join("__init__.py").is_file())?;
+    Some(McpEvidence::Package {
+        file: site.join("mcp").to_string_lossy().into_owned(),
+        says: format!(
+            "its environment ({}) holds the mcp distribution",
+            env.to_string_lossy()
+        ),
+    })
 }
 
 /// `script` is what a JavaScript runtime runs: a `.js`/`.mjs`/`.cjs`/`.ts` file, or any path
@@ -114,6 +199,25 @@ mod tests {
             "/a/supervisor.py"
         ));
         assert!(!is_js_program(&argv("sh /a/run"), "/a/run"));
+    }
+
+    #[test]
+    fn a_python_line_imports_the_sdk_only_when_it_names_its_module() {
+        assert_eq!(
+            imported_sdk("from mcp.server import MCPServer"),
+            Some("mcp")
+        );
+        assert_eq!(imported_sdk("import mcp"), Some("mcp"));
+        assert_eq!(
+            imported_sdk("    from fastmcp import FastMCP"),
+            Some("fastmcp")
+        );
+        assert_eq!(imported_sdk("import mcp.types as t"), Some("mcp"));
+        // Near misses: another module starting with the letters, a comment, a string.
+        assert_eq!(imported_sdk("import mcpx"), None);
+        assert_eq!(imported_sdk("from mcp_helpers import x"), None);
+        assert_eq!(imported_sdk("# import mcp"), None);
+        assert_eq!(imported_sdk("print('import mcp')"), None);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`relate`] then applies ancestry to turn signatures into roles, server and session links.
 //! Nothing here talks to a server or reads a log: that is `sources`.
 
+pub mod adopt;
 pub mod classify;
 #[cfg(target_os = "linux")]
 pub mod exits;
@@ -71,7 +72,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::model::{
-    EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
+    Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
     ProcessTable, Role, ScanStats, ServerInfo, Stdio,
 };
 use classify::Signature;
@@ -278,6 +279,11 @@ pub struct Sample {
     pub channel: Option<FdKind>,
     /// Its parent holds the other end of that channel (the parent talks to it: a host).
     pub parent_writes_stdin: bool,
+    /// Whoever started it is gone (its parent is init, a subreaper, or an adopter).
+    pub adopted: Option<Adopted>,
+    /// For an adopted process: the stdio channel nobody holds the other end of (no process
+    /// can write to its stdin, or read its stdout). The root of a leaked stdio chain.
+    pub dead_end: Option<FdKind>,
 }
 
 /// What [`relate`] last concluded about an identity, kept so that an orphan reparented to PID 1
@@ -323,6 +329,8 @@ struct CacheEntry {
     last: Option<(parse::StatFields, u8)>,
     /// How many times its stat was read (for tests and diagnostics).
     reads: u32,
+    /// The parent it had when first read (a later other one adopted it).
+    first_ppid: Option<u32>,
 }
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -335,6 +343,8 @@ impl CacheEntry {
             || !self.ident.markers.is_empty()
             // Counted every scan (the process table's status says how many are not judged).
             || self.ident.wine
+            // Talks over stdin and stdout: when its host dies, its re-parenting is seen at once.
+            || self.ident.stdio.is_some_and(|s| s.piped())
     }
 }
 
@@ -345,6 +355,31 @@ impl IdentityCache {
             .get(&pid)
             .filter(|e| e.start_ticks == start_ticks)
             .map(|e| &e.ident)
+    }
+
+    /// The identity `pid` has now, whatever its start time (a parent that was not read this
+    /// scan).
+    pub fn current(&self, pid: u32) -> Option<&Arc<Ident>> {
+        self.entries.get(&pid).map(|e| &e.ident)
+    }
+
+    /// The parent this identity had when it was first read.
+    pub fn first_ppid(&self, pid: u32, start_ticks: u64) -> Option<u32> {
+        self.entries
+            .get(&pid)
+            .filter(|e| e.start_ticks == start_ticks)
+            .and_then(|e| e.first_ppid)
+    }
+
+    /// Records the parent an identity has the first time it is seen.
+    fn note_parent(&mut self, pid: u32, start_ticks: u64, ppid: u32) {
+        if let Some(e) = self
+            .entries
+            .get_mut(&pid)
+            .filter(|e| e.start_ticks == start_ticks)
+        {
+            e.first_ppid.get_or_insert(ppid);
+        }
     }
 
     /// What relate remembered about this identity.
@@ -411,6 +446,7 @@ impl IdentityCache {
                         comm_hash: 0,
                         last: None,
                         reads: 0,
+                        first_ppid: None,
                     },
                 );
                 None
@@ -609,12 +645,14 @@ fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
         exited_at: None,
         stdio: s.stdio,
         channel: s.channel,
-        stdin_holders: None,
+        // A leaked chain's root: the collector found nobody at the other end.
+        stdin_holders: s.dead_end.map(|_| Vec::new()),
         stdin_unchecked: false,
         mcp,
         host: r.memory.host,
         ns: s.ident.ns.clone(),
         tracer_pid: s.ident.tracer_pid,
+        adopted: s.adopted.clone(),
     }
 }
 
@@ -698,6 +736,10 @@ pub(crate) fn finish(
         started,
     } = harvest;
     translate(&mut samples);
+    adopt::mark_adopted(&mut samples, cache);
+    for s in &samples {
+        cache.note_parent(s.pid, s.start_ticks, s.ppid);
+    }
     stats.wine = u32::try_from(samples.iter().filter(|s| s.ident.wine).count()).unwrap_or(0);
     fds.mark_parent_writers(&mut samples);
     let resolved = relate(&samples, cache);

@@ -112,6 +112,8 @@ fn sample_of(pid: u32, p: &sysinfo::Process, start_ticks: u64, ident: Arc<Ident>
         stdio: None,
         channel: None,
         parent_writes_stdin: false,
+        adopted: None,
+        dead_end: None,
         ident,
     }
 }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::classify::Signature;
 use super::parse::session_from_run_dir;
 use super::{IdentityCache, Memory, Sample};
-use crate::model::{HostKind, HostRef, McpEvidence, Role};
+use crate::model::{wrapper_name as wrapper, HostKind, HostRef, McpEvidence, Role};
 
 /// What relate concluded for one sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +115,7 @@ fn hosts(samples: &[Sample], by_pid: &HashMap<u32, usize>, cache: &IdentityCache
     }
     inherit_hosts(samples, cache, memo);
     standalone_servers(samples, memo);
+    leak_roots(samples, memo);
     server_descendants(samples, by_pid, memo);
 }
 
@@ -126,7 +127,17 @@ fn standalone_servers(samples: &[Sample], memo: &mut Memo) {
         let (Some(evidence), Some(_)) = (&s.ident.mcp, s.channel) else {
             continue;
         };
-        if memo[i].as_ref().is_some_and(|r| r.is_some()) {
+        // Resolved already — unless only as part of a leaked chain's wrappers (remembered from
+        // the last scan, its parent a wrapper): a server is a server.
+        let in_chain = |r: &Resolved| {
+            matches!(r.memory.role, Some(Role::Other | Role::Wrapper))
+                && r.memory.session_id.is_none()
+                && r.memory.host.is_none()
+        };
+        if memo[i]
+            .as_ref()
+            .is_some_and(|r| r.as_ref().is_some_and(|r| !in_chain(r)))
+        {
             continue;
         }
         memo[i] = Some(Some(Resolved {
@@ -139,6 +150,86 @@ fn standalone_servers(samples: &[Sample], memo: &mut Memo) {
             mcp: Some(evidence.clone()),
         }));
     }
+}
+
+/// The root of a leaked stdio chain (an adopted process nobody can reach over its stdio: see
+/// [`Sample::dead_end`]) that is no server itself: a wrapper (npx, uvx, `sh -c`) or a process
+/// nothing names. It and the processes between it and the MCP server running under it (if one
+/// does) belong to that server, as wrappers; else the root stands for itself.
+fn leak_roots(samples: &[Sample], memo: &mut Memo) {
+    let mut children: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, s) in samples.iter().enumerate() {
+        children.entry(s.ppid).or_default().push(i);
+    }
+    for i in 0..samples.len() {
+        if samples[i].dead_end.is_none() || memo[i].as_ref().is_some_and(|r| r.is_some()) {
+            continue;
+        }
+        let path = path_to_server(i, samples, &children, memo);
+        let server = path.last().map(|&j| samples[j].pid);
+        let between = path.len().saturating_sub(1);
+        for &k in std::iter::once(&i).chain(&path[..between]) {
+            if k != i && memo[k].as_ref().is_some_and(|r| r.is_some()) {
+                continue;
+            }
+            let role = match wrapper(&samples[k].ident.argv) {
+                Some(_) => Role::Wrapper,
+                None => Role::Other,
+            };
+            memo[k] = Some(Some(Resolved {
+                memory: Memory {
+                    role: Some(role),
+                    server_pid: Some(server.unwrap_or(samples[i].pid)),
+                    ppid: Some(samples[k].ppid),
+                    ..Memory::default()
+                },
+                remembered_ppid: None,
+                mcp: None,
+            }));
+        }
+    }
+}
+
+/// The processes from `root`'s child down to the first server under it (breadth first, a few
+/// levels deep); empty when none runs under it.
+fn path_to_server(
+    root: usize,
+    samples: &[Sample],
+    children: &HashMap<u32, Vec<usize>>,
+    memo: &Memo,
+) -> Vec<usize> {
+    let is_server = |j: usize| {
+        memo[j]
+            .as_ref()
+            .and_then(|r| r.as_ref())
+            .is_some_and(|r| r.memory.role == Some(Role::Server))
+    };
+    let mut came_from: HashMap<usize, usize> = HashMap::new();
+    let mut level = vec![root];
+    for _ in 0..8 {
+        let mut next = Vec::new();
+        for &p in &level {
+            for &c in children.get(&samples[p].pid).into_iter().flatten() {
+                if c == root || came_from.contains_key(&c) {
+                    continue;
+                }
+                came_from.insert(c, p);
+                if is_server(c) {
+                    let mut path = vec![c];
+                    let mut cur = c;
+                    while let Some(&up) = came_from.get(&cur).filter(|&&up| up != root) {
+                        path.push(up);
+                        cur = up;
+                    }
+                    path.reverse();
+                    return path;
+                }
+                next.push(c);
+            }
+        }
+        level = next;
+    }
+    Vec::new()
 }
 
 fn host_ref(s: &Sample) -> HostRef {
@@ -203,8 +294,14 @@ fn inherit_hosts(samples: &[Sample], cache: &IdentityCache, memo: &mut Memo) {
 /// What a stdio server started (a helper, an npx wrapper's real server) belongs to it: its
 /// server, and its host if it has one.
 fn server_descendants(samples: &[Sample], by_pid: &HashMap<u32, usize>, memo: &mut Memo) {
+    // A host's server, an MCP server, or a leaked chain's root (a wrapper or a process that
+    // stands for itself).
     let is_stdio_root = |r: &Resolved| {
-        r.memory.role != Some(Role::Host) && (r.memory.host.is_some() || r.mcp.is_some())
+        r.memory.role != Some(Role::Host)
+            && (r.memory.host.is_some()
+                || r.mcp.is_some()
+                || matches!(r.memory.role, Some(Role::Wrapper | Role::Other))
+                    && r.memory.server_pid.is_some())
     };
     for i in 0..samples.len() {
         if memo[i].as_ref().is_some_and(|r| r.is_some()) {
@@ -334,7 +431,7 @@ fn child_role(parent: Role) -> Role {
         // The worker's direct child is the adapter it spawned, whatever it is.
         Role::Worker => Role::Adapter,
         Role::Adapter | Role::Launcher | Role::Debuggee => Role::Debuggee,
-        Role::Server | Role::Watchdog | Role::Host | Role::Other => Role::Other,
+        Role::Server | Role::Watchdog | Role::Host | Role::Wrapper | Role::Other => Role::Other,
     }
 }
 
@@ -426,6 +523,8 @@ mod tests {
             stdio: None,
             channel: None,
             parent_writes_stdin: false,
+            adopted: None,
+            dead_end: None,
             ident: Arc::new(Ident {
                 markers,
                 signature,

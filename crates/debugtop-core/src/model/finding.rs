@@ -42,6 +42,9 @@ pub enum FindingKind {
     /// A stdio MCP server whose host is gone: nobody holds the other end of its stdin, so no
     /// request can ever reach it.
     OrphanedServer,
+    /// A process whose stdio pipe has nobody at the other end and whose parent is gone, with
+    /// nothing saying it is an MCP server: nothing can write to it again.
+    OrphanedStdio,
     /// Infrastructure process burning CPU over two samples.
     Spinning,
     /// Exited but not reaped.
@@ -71,6 +74,7 @@ impl FindingKind {
             Self::LeakedAdapter => ("leaked adapter", "leaked adapters"),
             Self::LeakedDebuggee => ("leaked debuggee", "leaked debuggees"),
             Self::OrphanedServer => ("orphaned MCP server", "orphaned MCP servers"),
+            Self::OrphanedStdio => ("orphaned stdio process", "orphaned stdio processes"),
             Self::Spinning => ("spinning process", "spinning processes"),
             Self::Zombie => ("zombie", "zombies"),
             Self::Stopped => ("stopped process", "stopped processes"),
@@ -83,7 +87,7 @@ impl FindingKind {
     /// Whether findings of this kind are grouped by the server they concern (an orphaned MCP
     /// server's finding names itself as the server: those are grouped by kind alone).
     fn groups_by_server(self) -> bool {
-        !matches!(self, Self::OrphanedServer)
+        !matches!(self, Self::OrphanedServer | Self::OrphanedStdio)
     }
 }
 

@@ -43,8 +43,8 @@ pub use observation::{
     ServerObservation, SessionLogs, MAX_PROXY_LOGS, MAX_RUNS_PER_SESSION,
 };
 pub use process::{
-    EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
-    ProcessTable, Role, ScanStats, ServerInfo, ServerMode, Stdio,
+    wrapper_name, Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs,
+    Proc, ProcState, ProcessTable, Role, ScanStats, ServerInfo, ServerMode, Stdio,
 };
 pub use progress::{
     Asker, DebuggeeState, PendingRequest, SessionProgress, SignOfLife, Stage, StageMark,

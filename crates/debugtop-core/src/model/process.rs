@@ -44,8 +44,54 @@ pub enum Role {
     /// An MCP host: a process that spawned stdio MCP servers (opencode, Claude Code, an IDE,
     /// MCP Inspector, or anything else).
     Host,
+    /// A launcher between a host and its stdio server (`npm exec`/`npx`, `uvx`, `pipx run`,
+    /// `sh -c`, `cmd /c`): it shares the server's stdio and lives as long as it does.
+    Wrapper,
     /// Related to a server (by marker or ancestry) but none of the above.
     Other,
+}
+
+/// The launcher a command line is, when it is one that starts another program and stays as
+/// its parent: `npm exec`/`npx`, `uvx`, `uv tool run`, `pipx run`, `sh -c`, `cmd /c`. npm
+/// names its process `npm exec …` (one argument with spaces inside, then empty ones).
+pub fn wrapper_name(argv: &[String]) -> Option<&'static str> {
+    let words: Vec<&str> = argv
+        .iter()
+        .take(8)
+        .flat_map(|a| a.split(' '))
+        .filter(|w| !w.is_empty())
+        .take(8)
+        .collect();
+    let base = |a: &str| -> String {
+        let b = a
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(a)
+            .to_ascii_lowercase();
+        [".exe", ".cmd"]
+            .iter()
+            .find_map(|x| b.strip_suffix(x).map(str::to_owned))
+            .unwrap_or(b)
+    };
+    let first = base(words.first()?);
+    // `node /usr/bin/npx …`: the runtime's script names it.
+    let (prog, rest) = match (first.as_str(), words.get(1)) {
+        ("node" | "nodejs", Some(script)) => (base(script), words.get(2..).unwrap_or(&[])),
+        _ => (first, words.get(1..).unwrap_or(&[])),
+    };
+    let next = rest.first().copied().unwrap_or("");
+    match prog.as_str() {
+        "npx" | "npx-cli.js" => Some("npx"),
+        "npm" | "npm-cli.js" if next == "exec" || next == "x" => Some("npx"),
+        "uvx" => Some("uvx"),
+        "uv" if next == "tool" || next == "run" => Some("uv run"),
+        "pipx" if next == "run" => Some("pipx run"),
+        "sh" | "bash" | "dash" | "zsh" if rest.iter().any(|a| *a == "-c" || *a == "-lc") => {
+            Some("a shell (sh -c)")
+        }
+        "cmd" if rest.iter().any(|a| a.eq_ignore_ascii_case("/c")) => Some("cmd /c"),
+        _ => None,
+    }
 }
 
 impl Role {
@@ -476,6 +522,45 @@ pub struct Proc {
     /// Its ptrace holder (`TracerPid`), when traced (a debugger attached to a debuggee).
     #[serde(default)]
     pub tracer_pid: Option<u32>,
+    /// Whoever started it is gone: it was re-parented to init or adopted by a subreaper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<Adopted>,
+}
+
+/// Who took in a process whose parent died.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+#[ts(export)]
+pub enum Adopted {
+    /// Init (pid 1 of its pid namespace).
+    Init,
+    /// A known subreaper (`systemd --user`, tini, dumb-init, docker-init, s6).
+    Subreaper {
+        /// Its pid.
+        pid: u32,
+        /// Its program's name.
+        name: String,
+    },
+    /// A process that did not start it: it was seen under another parent, or its parent was
+    /// created after it.
+    Adopter {
+        /// Its pid.
+        pid: u32,
+    },
+}
+
+impl std::fmt::Display for Adopted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Init => f.write_str("re-parented to init"),
+            Self::Subreaper { pid, name } => {
+                write!(f, "adopted by the subreaper {name} (pid {pid})")
+            }
+            Self::Adopter { pid } => {
+                write!(f, "adopted by pid {pid}, which did not start it")
+            }
+        }
+    }
 }
 
 impl Proc {
@@ -509,6 +594,7 @@ impl Proc {
             host,
             ns,
             tracer_pid,
+            adopted,
         } = self;
         *pid == now.pid
             && *ppid == now.ppid
@@ -534,6 +620,7 @@ impl Proc {
             && *host == now.host
             && *ns == now.ns
             && *tracer_pid == now.tracer_pid
+            && *adopted == now.adopted
     }
 
     /// Takes `now`'s samples (CPU, memory, scheduler state: numbers and fixed words).

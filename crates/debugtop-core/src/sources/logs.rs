@@ -373,8 +373,12 @@ fn timestamp(v: &Value) -> Option<DateTime<Utc>> {
 fn signal_name(s: &str) -> Option<String> {
     let s = s.trim();
     // JavaScript's two words for "none" are not signals.
-    (s != "null" && s != "undefined" && !s.is_empty() && s.len() < 16 && s.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| s.to_owned())
+    (s != "null"
+        && s != "undefined"
+        && !s.is_empty()
+        && s.len() < 16
+        && s.bytes().all(|b| b.is_ascii_alphanumeric()))
+    .then(|| s.to_owned())
 }
 
 /// Free text from a log is kept short.

@@ -289,8 +289,7 @@ impl ServerKnowledge {
             }
             // A failed session started again is live again.
             What::WorkerSpawned { pid } => {
-                if r
-                    .ended_by
+                if r.ended_by
                     .as_ref()
                     .is_some_and(|f| matches!(f.what, What::StartFailed { .. }))
                 {

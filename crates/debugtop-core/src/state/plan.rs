@@ -171,7 +171,9 @@ fn untied(idx: &Index<'_>, subject: &Proc, q: &Proc) -> Option<String> {
     if q.id() == subject.id() {
         return None;
     }
-    if q.role == Role::Server {
+    // A wrapper's own server is what the wrapper is for (npx → the server it started).
+    let wrapped = subject.role == Role::Wrapper && subject.server_pid == Some(q.pid);
+    if q.role == Role::Server && !wrapped {
         return Some(format!(
             "it is a server, and this finding is about {} {}",
             subject.role, subject.pid
@@ -379,7 +381,9 @@ fn ordered_targets(
         .iter()
         .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via, argv(p))))
         .collect();
+    // A server's workers before it, its wrappers (npx, `sh -c`) after it: leaves first.
     let rank = |r: Role| match r {
+        Role::Wrapper => 3,
         Role::Server => 2,
         Role::Worker => 1,
         _ => 0,

@@ -3,4 +3,4 @@
 /**
  * What a process is, in the debug server's world.
  */
-export type Role = "server" | "worker" | "adapter" | "launcher" | "debuggee" | "watchdog" | "host" | "other";
+export type Role = "server" | "worker" | "adapter" | "launcher" | "debuggee" | "watchdog" | "host" | "wrapper" | "other";

@@ -139,6 +139,8 @@ impl WindowsCollector {
             stdio: ident.stdio,
             channel: ident.stdio.and_then(|x| x.stdin_channel()),
             parent_writes_stdin: false,
+            adopted: None,
+            dead_end: None,
             ident,
         })
     }
@@ -185,10 +187,14 @@ fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
     // Only an absolute script path is resolved: another process's working directory is not
     // read here.
     let mcp = match &signature {
-        Signature::None if stdio.is_some_and(|x| x.piped()) => super::mcp::evidence(&argv, |s| {
-            let p = std::path::PathBuf::from(s);
-            p.is_absolute().then_some(p)
-        }),
+        Signature::None if stdio.is_some_and(|x| x.piped()) => super::mcp::evidence(
+            &argv,
+            |s| {
+                let p = std::path::PathBuf::from(s);
+                p.is_absolute().then_some(p)
+            },
+            None,
+        ),
         _ => None,
     };
     Ident {

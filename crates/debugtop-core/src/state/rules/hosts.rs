@@ -1,7 +1,10 @@
-//! Stdio MCP servers whose host is gone.
+//! Stdio processes whose host is gone: MCP servers (critical), and anything else nobody can
+//! reach over its stdio any more (a warning). The leak is the fact; the name is a label.
 
 use super::{about, Candidate, Ctx};
-use crate::model::{FdKind, FindingKind, McpEvidence, Proc, Role, Severity};
+use crate::model::{
+    wrapper_name as wrapper, FdKind, FindingKind, McpEvidence, Proc, Role, Severity,
+};
 
 /// A live stdio MCP server nobody can write to any more: no process holds the writing end of
 /// its stdin pipe, and its host (if debugtop saw one) is gone. Well-behaved servers exit on
@@ -38,10 +41,66 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
             p,
             ctx.now(),
         );
+        let root = chain_root(ctx, p);
         f.server_pid = Some(p.pid);
         f.evidence = evidence(ctx, p, channel, mcp_debugger);
+        f.evidence.extend(wrapper_line(p, root));
         f.suggested_action = format!(
-            "kill MCP server {}, its process group and what it started: nothing can reach it",
+            "kill MCP server {}, its process group and what it started{}: nothing can reach it",
+            p.pid,
+            if root.pid == p.pid {
+                String::new()
+            } else {
+                format!(", from its wrapper {} down", root.pid)
+            }
+        );
+        // Planned about the chain's root: everything in it descends from the root (the server
+        // named too: following relations never takes a server by itself).
+        f.plan = Some(ctx.plan(root, &[root.pid, p.pid], false));
+        out.push(Candidate {
+            hold_grace: true,
+            ..Candidate::new(f)
+        });
+    }
+    out
+}
+
+/// A process nobody can reach over its stdio (no process holds the other end of its stdin, or
+/// of its stdout), whose parent is gone (re-parented to init, adopted by a subreaper), with
+/// nothing saying it is an MCP server: a warning, its whole chain in the plan. (An MCP server
+/// under it makes the chain an `orphaned-server`.)
+pub fn orphaned_stdio(ctx: &Ctx<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for p in ctx.procs().filter(|p| {
+        p.state.is_alive()
+            && matches!(p.role, Role::Wrapper | Role::Other)
+            && p.server_pid == Some(p.pid)
+            && p.adopted.is_some()
+            && p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
+    }) {
+        let (Some(channel), Some(adopted)) = (p.channel, &p.adopted) else {
+            continue;
+        };
+        let mut f = about(FindingKind::OrphanedStdio, Severity::Warning, p, ctx.now());
+        f.server_pid = Some(p.pid);
+        let name: String = p.argv.join(" ").chars().take(100).collect();
+        let reads = p.stdio.is_some_and(|io| io.stdin == channel);
+        f.evidence = vec![
+            format!(
+                "process {} ({name}): {}",
+                p.pid,
+                if reads {
+                    format!("no process holds {}, so nothing can write to it", far_end(channel))
+                } else {
+                    format!("no process reads its stdout ({}), so what it writes goes nowhere", link(channel))
+                }
+            ),
+            format!("its parent is gone: it was {adopted} (parent now pid {})", p.ppid),
+            "nothing says it is an MCP server (no MCP in its command line, package, script or environment)".into(),
+        ];
+        f.evidence.extend(children_line(ctx, p));
+        f.suggested_action = format!(
+            "kill process {} and what it started: nothing can write to it; its parent is gone",
             p.pid
         );
         f.plan = Some(ctx.plan(p, &[p.pid], false));
@@ -51,6 +110,69 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
         });
     }
     out
+}
+
+/// The topmost process of a server's leaked chain: its wrappers above it (npx, `sh -c`) that
+/// the table ties to it, up to the first that is not.
+fn chain_root<'a>(ctx: &'a Ctx<'_>, p: &'a Proc) -> &'a Proc {
+    let mut root = p;
+    for _ in 0..8 {
+        match ctx.world.proc(root.ppid) {
+            Some(q)
+                if q.state.is_alive()
+                    && matches!(q.role, Role::Wrapper | Role::Other)
+                    && q.server_pid == Some(p.pid)
+                    && q.start_time <= root.start_time =>
+            {
+                root = q;
+            }
+            _ => break,
+        }
+    }
+    root
+}
+
+/// What the server was started through, when a wrapper is the chain's root.
+fn wrapper_line(p: &Proc, root: &Proc) -> Option<String> {
+    (root.pid != p.pid).then(|| {
+        let through = wrapper(&root.argv).unwrap_or("a launcher");
+        let name: String = root.argv.join(" ").trim_end().chars().take(100).collect();
+        let adopted = root
+            .adopted
+            .as_ref()
+            .map(|a| format!(", {a}"))
+            .unwrap_or_default();
+        format!(
+            "started through {through}: pid {} ({name}){adopted}",
+            root.pid
+        )
+    })
+}
+
+/// The far end of a channel, in words.
+fn far_end(channel: FdKind) -> String {
+    match channel {
+        FdKind::Pipe { .. } => format!("the writing end of its stdin pipe ({})", link(channel)),
+        _ => format!("the other end of its stdin ({})", link(channel)),
+    }
+}
+
+fn link(channel: FdKind) -> String {
+    match channel {
+        FdKind::Pipe { inode } => format!("pipe:[{inode}]"),
+        FdKind::Socket { inode } => format!("socket:[{inode}]"),
+        _ => "its stdio".into(),
+    }
+}
+
+/// Its live children, when it has any.
+fn children_line(ctx: &Ctx<'_>, p: &Proc) -> Option<String> {
+    let kids: Vec<String> = ctx
+        .procs()
+        .filter(|q| q.ppid == p.pid && q.state.is_alive())
+        .map(|q| q.pid.to_string())
+        .collect();
+    (!kids.is_empty()).then(|| format!("still running under it: {}", kids.join(", ")))
 }
 
 /// Its parent is not a live process created before it (on a system that never re-parents, the
@@ -81,14 +203,7 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
     if p.stdio.is_some_and(|x| x.stdout.is_channel()) {
         e.push("its stdout leads to the gone host too: what it answers goes nowhere".into());
     }
-    let kids: Vec<String> = ctx
-        .procs()
-        .filter(|q| q.ppid == p.pid && q.state.is_alive())
-        .map(|q| q.pid.to_string())
-        .collect();
-    if !kids.is_empty() {
-        e.push(format!("still running under it: {}", kids.join(", ")));
-    }
+    e.extend(children_line(ctx, p));
     e
 }
 
@@ -134,10 +249,10 @@ fn host_line(p: &Proc) -> String {
         None => format!(
             "its parent is pid {}{}, which does not write to it",
             p.ppid,
-            if p.ppid == 1 {
-                " (init: it was re-parented)"
-            } else {
-                ""
+            match &p.adopted {
+                Some(a) => format!(" ({a})"),
+                None if p.ppid == 1 => " (init: it was re-parented)".into(),
+                None => String::new(),
             }
         ),
     }

@@ -289,6 +289,7 @@ pub const RULES: &[(FindingKind, Rule)] = &[
     (FindingKind::LeakedAdapter, adapters::leaked_adapter),
     (FindingKind::LeakedDebuggee, chain::leaked_debuggee),
     (FindingKind::OrphanedServer, hosts::orphaned_server),
+    (FindingKind::OrphanedStdio, hosts::orphaned_stdio),
     (FindingKind::Spinning, processes::spinning),
     (FindingKind::Zombie, processes::zombie),
     (FindingKind::Stopped, processes::stopped),

@@ -364,7 +364,12 @@ fn a_session_the_server_failed_to_start_is_history_not_a_session_without_worker(
     // The real 0.24.2 order: the server stops the worker itself, then says why it gave up.
     let failed = |t: i64| {
         created(Obs::at(t), 1, -30, "s-1")
-            .log(2, -25, LogOrigin::Server, changed("created", "initializing"))
+            .log(
+                2,
+                -25,
+                LogOrigin::Server,
+                changed("created", "initializing"),
+            )
             .log(
                 3,
                 -20,
@@ -376,7 +381,12 @@ fn a_session_the_server_failed_to_start_is_history_not_a_session_without_worker(
                     expected: Some(true),
                 },
             )
-            .log(4, -20, LogOrigin::Server, changed("initializing", "stopped"))
+            .log(
+                4,
+                -20,
+                LogOrigin::Server,
+                changed("initializing", "stopped"),
+            )
             .log(
                 5,
                 -20,
@@ -762,6 +772,106 @@ fn orphaned_server_where_pipe_holders_cannot_be_checked_rests_on_its_gone_parent
             .build()
     });
     assert_eq!(kinds(&f), [FindingKind::OrphanedServer], "{f:#?}");
+}
+
+fn planned(f: &Finding) -> Vec<u32> {
+    f.plan
+        .as_ref()
+        .map(|p| p.targets.iter().map(|t| t.pid).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_server_leaked_through_npx_is_one_orphaned_server_planned_from_its_wrapper_down() {
+    use crate::model::Adopted;
+    // npm exec (re-parented to init) → sh -c → the server → its child; the server says MCP by
+    // its package only, its wrappers share its dead stdin pipe.
+    let chain = |t: i64| {
+        Obs::at(t)
+            .proc(
+                P::new(700, Role::Wrapper)
+                    .argv("npm exec --package=/w/tool -- tool")
+                    .adopted(Adopted::Init)
+                    .server(Some(702))
+                    .piped(77)
+                    .holders(&[])
+                    .build(),
+            )
+            .proc(
+                P::new(701, Role::Wrapper)
+                    .argv("sh -c tool")
+                    .ppid(700)
+                    .server(Some(702))
+                    .piped(77)
+                    .build(),
+            )
+            .proc(
+                stdio_server(702)
+                    .ppid(701)
+                    .argv("node /w/tool/index.mjs")
+                    .mcp(crate::model::McpEvidence::Package {
+                        file: "/w/tool/package.json".into(),
+                        says: "dependencies has @modelcontextprotocol/sdk".into(),
+                    })
+                    .holders(&[])
+                    .build(),
+            )
+            .proc(P::new(703, Role::Other).ppid(702).server(Some(702)).build())
+            .build()
+    };
+    let f = held(chain);
+    assert_eq!(kinds(&f), [FindingKind::OrphanedServer], "{f:#?}");
+    assert_eq!(planned(&f[0]), [703, 702, 701, 700], "leaves first");
+    let e = f[0].evidence.join("\n");
+    assert!(
+        e.contains("started through npx: pid 700 (npm exec --package=/w/tool -- tool), re-parented to init"),
+        "{e}"
+    );
+    assert!(e.contains("/w/tool/package.json — dependencies has"), "{e}");
+}
+
+#[test]
+fn an_adopted_process_nobody_can_write_to_is_an_orphaned_stdio_warning_not_critical() {
+    use crate::model::Adopted;
+    let helper = |holders: &'static [u32], adopted: Option<Adopted>| {
+        move |t: i64| {
+            let mut p = P::new(800, Role::Other)
+                .argv("python3 -c import time")
+                .server(Some(800))
+                .piped(88)
+                .holders(holders);
+            p = match adopted.clone() {
+                Some(a) => p.adopted(a),
+                None => p.ppid(500),
+            };
+            Obs::at(t)
+                .proc(p.build())
+                .proc(P::new(801, Role::Other).ppid(800).server(Some(800)).build())
+                .build()
+        }
+    };
+    let f = held(helper(
+        &[],
+        Some(Adopted::Subreaper {
+            pid: 40,
+            name: "systemd --user".into(),
+        }),
+    ));
+    assert_eq!(kinds(&f), [FindingKind::OrphanedStdio], "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Warning);
+    assert_eq!(planned(&f[0]), [801, 800]);
+    let e = f[0].evidence.join("\n");
+    assert!(
+        e.contains("no process holds the writing end of its stdin pipe (pipe:[88]), so nothing can write to it"),
+        "{e}"
+    );
+    assert!(
+        e.contains("adopted by the subreaper systemd --user (pid 40)"),
+        "{e}"
+    );
+    // Near misses: someone still holds the writing end; its parent is the one that started it.
+    assert!(held(helper(&[900], Some(Adopted::Init))).is_empty());
+    assert!(held(helper(&[], None)).is_empty());
 }
 
 #[test]
