@@ -27,7 +27,27 @@ fn audit() -> (i32, Value) {
         "audit could not run: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    (code, serde_json::from_slice(&out.stdout).unwrap())
+    let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Findings about processes older than this test binary are the machine's, not the test's
+    // (a sandbox's own runner whose pipes lead outside its pid namespace, say).
+    let me = debugtop_e2e::procs::start_ticks(std::process::id()).unwrap_or(0);
+    let older = |f: &Value| {
+        f["pids"].as_array().is_some_and(|ps| {
+            ps.iter().all(|p| {
+                p.as_u64()
+                    .and_then(|p| u32::try_from(p).ok())
+                    .and_then(debugtop_e2e::procs::start_ticks)
+                    .is_some_and(|t| t < me)
+            })
+        })
+    };
+    if let Some(fs) = doc["findings"].as_array_mut() {
+        fs.retain(|f| !older(f));
+        if fs.is_empty() && code == 1 {
+            return (0, doc);
+        }
+    }
+    (code, doc)
 }
 
 fn gone(pid: u32) -> bool {
