@@ -495,14 +495,14 @@ fn own_facts(s: &Sample) -> Memory {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::collect::classify::classify;
     use crate::collect::Ident;
     use crate::model::{EnvMarkers, Language, ProcState};
     use std::sync::Arc;
 
-    fn sample(pid: u32, ppid: u32, argv: &str, markers: EnvMarkers) -> Sample {
+    pub(crate) fn sample(pid: u32, ppid: u32, argv: &str, markers: EnvMarkers) -> Sample {
         let argv: Vec<String> = argv.split(' ').map(String::from).collect();
         let signature = classify(&argv, &markers);
         Sample {
