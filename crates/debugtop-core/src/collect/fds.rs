@@ -129,20 +129,25 @@ impl Far {
     }
 }
 
-/// The far ends of these stdin channels (sockets looked up in one netlink round per call).
-fn far_ends(channels: &[FdKind]) -> HashMap<FdKind, Far> {
+/// The peers of the sockets among `channels`, in one netlink round (none when there are none).
+fn socket_peers(channels: impl IntoIterator<Item = FdKind>) -> HashMap<u64, Option<u64>> {
     let sockets: Vec<u64> = channels
-        .iter()
+        .into_iter()
         .filter_map(|c| match c {
-            FdKind::Socket { inode } => Some(*inode),
+            FdKind::Socket { inode } => Some(inode),
             _ => None,
         })
         .collect();
-    let peers = if sockets.is_empty() {
+    if sockets.is_empty() {
         HashMap::new()
     } else {
         unix_diag::peers(&sockets)
-    };
+    }
+}
+
+/// The far ends of these stdin channels.
+fn far_ends(channels: &[FdKind]) -> HashMap<FdKind, Far> {
+    let peers = socket_peers(channels.iter().copied());
     channels
         .iter()
         .filter_map(|c| {
@@ -234,6 +239,8 @@ fn holders(fars: &[Far]) -> HashMap<Far, Vec<u32>> {
     out
 }
 
+/// How long a leaked chain's root is believed without looking again.
+const ROOT_RECHECK: Duration = Duration::from_secs(60);
 /// How long a "who holds the other end" answer is reused.
 const HOLDERS_TTL: Duration = Duration::from_secs(5);
 /// How long a "the parent holds the other end of this child's stdin" answer is reused (a host
@@ -246,8 +253,9 @@ const PARENT_TTL: Duration = Duration::from_secs(10);
 pub struct FdWatch {
     parent: HashMap<(u32, u32, FdKind), (Instant, bool)>,
     holders: HashMap<Far, (Instant, Vec<u32>)>,
-    /// The leaked chains' roots found by the last scan (by identity).
-    roots: HashSet<(u32, u64)>,
+    /// The leaked chains' roots found by the last scan (by identity), with when each was last
+    /// confirmed by looking at every process's fds.
+    roots: HashMap<(u32, u64), Instant>,
     /// A new root was found: the next scan reads every process (what runs under it may be
     /// idle and unread so far).
     pub full_next: bool,
@@ -291,62 +299,85 @@ fn own_ancestors() -> HashSet<u32> {
 impl FdWatch {
     /// Adopted processes with nobody at the other end of their stdio: no process can write to
     /// their stdin, nor read their stdout (a socket's peer closed, or nobody holds it). Each
-    /// is the root of a leaked chain ([`super::Sample::dead_end`]).
+    /// is the root of a leaked chain ([`super::Sample::dead_end`]). A root stays one for
+    /// [`ROOT_RECHECK`] without a look at every process's fds (a pipe whose every other end is
+    /// closed is reopened only through `/proc/<pid>/fd`: checked again then).
     fn dead_ends(&mut self, samples: &mut [super::Sample], now: Instant) {
-        let candidates: Vec<usize> = (0..samples.len())
+        let id = |s: &super::Sample| (s.pid, s.start_ticks);
+        let (known, ask): (Vec<usize>, Vec<usize>) = (0..samples.len())
             .filter(|&i| samples[i].adopted.is_some() && samples[i].state.is_alive())
             .filter(|&i| {
                 samples[i]
                     .stdio
                     .is_some_and(|io| io.stdin.is_channel() || io.stdout.is_channel())
             })
-            .collect();
-        let mut roots = HashSet::new();
-        if !candidates.is_empty() {
-            let ours = own_ancestors();
-            let sockets: Vec<u64> = candidates
-                .iter()
-                .filter_map(|&i| samples[i].stdio)
-                .flat_map(|io| [io.stdin, io.stdout])
-                .filter_map(|c| match c {
-                    FdKind::Socket { inode } => Some(inode),
-                    _ => None,
-                })
-                .collect();
-            let peers = if sockets.is_empty() {
-                HashMap::new()
-            } else {
-                unix_diag::peers(&sockets)
-            };
-            let ends: Vec<(usize, Vec<(FdKind, Far)>)> = candidates
-                .into_iter()
-                .filter(|&i| !ours.contains(&samples[i].pid))
-                .filter_map(|i| Some((i, stdio_far_ends(samples[i].stdio?, &peers))))
-                .collect();
-            let fars: Vec<Far> = ends
-                .iter()
-                .flat_map(|(_, e)| e.iter().map(|x| x.1))
-                .collect();
-            self.refresh_holders(&fars, now);
-            for (i, e) in ends {
-                let me = samples[i].pid;
-                let nobody = |far: &Far| {
-                    *far == Far::Gone
-                        || self
-                            .holders
-                            .get(far)
-                            .is_none_or(|(_, who)| who.iter().all(|p| *p == me))
-                };
-                if e.iter().all(|(_, far)| nobody(far)) {
-                    let s = &mut samples[i];
-                    s.dead_end = e.first().map(|x| x.0);
-                    s.channel = s.channel.or(s.dead_end);
-                    roots.insert((s.pid, s.start_ticks));
+            .partition(|&i| {
+                self.roots
+                    .get(&id(&samples[i]))
+                    .is_some_and(|at| now.duration_since(*at) < ROOT_RECHECK)
+            });
+        let mut roots = HashMap::new();
+        for i in known {
+            let s = &mut samples[i];
+            let was = self.roots.get(&(s.pid, s.start_ticks)).copied();
+            s.dead_end = s.stdio.map(|io| {
+                if io.stdin.is_channel() {
+                    io.stdin
+                } else {
+                    io.stdout
                 }
-            }
+            });
+            roots.insert((s.pid, s.start_ticks), was.unwrap_or(now));
         }
-        self.full_next |= roots.iter().any(|r| !self.roots.contains(r));
+        for (i, channel) in self.unreachable(samples, &ask, now) {
+            samples[i].dead_end = Some(channel);
+            roots.insert(id(&samples[i]), now);
+        }
+        for s in samples.iter_mut().filter(|s| s.dead_end.is_some()) {
+            s.channel = s.channel.or(s.dead_end);
+        }
+        self.full_next |= roots.keys().any(|r| !self.roots.contains_key(r));
         self.roots = roots;
+    }
+
+    /// Which of the samples `ask` (adopted, with a stdio channel) nobody can reach over their
+    /// stdio, with the channel to name; debugtop's own ancestors never (see [`own_ancestors`]).
+    fn unreachable(
+        &mut self,
+        samples: &[super::Sample],
+        ask: &[usize],
+        now: Instant,
+    ) -> Vec<(usize, FdKind)> {
+        if ask.is_empty() {
+            return Vec::new();
+        }
+        let ours = own_ancestors();
+        let peers = socket_peers(
+            ask.iter()
+                .filter_map(|&i| samples[i].stdio)
+                .flat_map(|io| [io.stdin, io.stdout]),
+        );
+        let ends: Vec<(usize, Vec<(FdKind, Far)>)> = ask
+            .iter()
+            .filter(|&&i| !ours.contains(&samples[i].pid))
+            .filter_map(|&i| Some((i, stdio_far_ends(samples[i].stdio?, &peers))))
+            .collect();
+        let fars: Vec<Far> = ends
+            .iter()
+            .flat_map(|(_, e)| e.iter().map(|x| x.1))
+            .collect();
+        self.refresh_holders(&fars, now);
+        let nobody = |far: &Far, me: u32| {
+            *far == Far::Gone
+                || self
+                    .holders
+                    .get(far)
+                    .is_none_or(|(_, who)| who.iter().all(|p| *p == me))
+        };
+        ends.into_iter()
+            .filter(|(i, e)| e.iter().all(|(_, far)| nobody(far, samples[*i].pid)))
+            .filter_map(|(i, e)| Some((i, e.first()?.0)))
+            .collect()
     }
 
     /// Reads again who holds each of `fars` whose answer is older than [`HOLDERS_TTL`].
