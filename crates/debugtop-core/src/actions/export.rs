@@ -232,13 +232,7 @@ pub fn import_file(path: &Path) -> Result<Snapshot> {
 #[cfg(unix)]
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use rustix::fs::Mode;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    let (dir, name) = folder_and_name(path)?;
     let dir = rustix::fs::open(dir, crate::safe_fs::DIR_FLAGS, Mode::empty())?;
     refuse_special(&dir, name)?;
     let (tmp, file) = create_temporary(&dir, &name.to_string_lossy())?;
@@ -298,20 +292,25 @@ fn create_temporary(
     Err(last.map_or_else(|| std::io::Error::other("no temporary file"), Into::into))
 }
 
-/// Windows: the same steps with what Windows has — a temporary file created new (`CREATE_NEW`
-/// never opens an existing file or link), written, flushed, then renamed over `path`
-/// (`MoveFileEx` replaces a link at `path`, never its target); a folder at `path` is refused.
-#[cfg(windows)]
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// The folder a file is written in (`.` for a bare name) and the file's name.
+fn folder_and_name(path: &Path) -> std::io::Result<(&Path, &std::ffi::OsStr)> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
-        .ok_or_else(|| std::io::Error::other("the path names no file"))?
-        .to_string_lossy()
-        .into_owned();
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    Ok((dir, name))
+}
+
+/// Windows: the same steps with what Windows has — a temporary file created new (`CREATE_NEW`
+/// never opens an existing file or link), written, flushed, then renamed over `path`
+/// (`MoveFileEx` replaces a link at `path`, never its target); a folder at `path` is refused.
+#[cfg(windows)]
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    let name = name.to_string_lossy().into_owned();
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err(std::io::Error::other("it is a folder"));
     }
