@@ -160,78 +160,87 @@ fn last_line(stderr: &str) -> String {
     )
 }
 
+/// Words in stderr that say the far side refused the login.
+const AUTH_WORDS: &[&str] = &[
+    "permission denied",
+    "host key verification failed",
+    "too many authentication failures",
+    "authentication failed",
+    "unauthorized",
+    "forbidden",
+];
+
+/// Words in stderr that say the far side could not be reached.
+const UNREACHABLE_WORDS: &[&str] = &[
+    "could not resolve",
+    "connection refused",
+    "timed out",
+    "no route to host",
+    "network is unreachable",
+    "connection closed",
+    "no such container",
+    "is not running",
+    "cannot connect to the docker daemon",
+    "notfound",
+    "not found",
+    "unable to connect",
+    "broken pipe",
+    "connection reset",
+];
+
 /// Why a target's command ended without a usable stream, from its exit status and stderr.
 pub fn classify(target: &Target, code: Option<i32>, stderr: &str) -> (TargetFailure, String) {
     let low = stderr.to_lowercase();
-    let said = last_line(stderr);
-    let cli = target.cli();
     let has = |words: &[&str]| words.iter().any(|w| low.contains(w));
-    if code == Some(127)
-        || (low.contains(&cli.to_lowercase())
-            && has(&["not found", "no such file", "executable file not found"]))
+    let cli = target.cli().to_lowercase();
+    let failure = if code == Some(127)
+        || (low.contains(&cli) && has(&["not found", "no such file", "executable file not found"]))
     {
-        return (
-            TargetFailure::NotInstalled,
-            format!(
-                "{cli} is not installed there (or not on the far side's PATH): install debugtop-cli \
-                 there (copy the release binary `make dist` builds), or name it with --cli PATH \
-                 after the target [{said}]"
-            ),
-        );
-    }
-    if has(&[
-        "permission denied",
-        "host key verification failed",
-        "too many authentication failures",
-        "authentication failed",
-        "unauthorized",
-        "forbidden",
-    ]) {
-        let how = match target {
-            Target::Ssh { .. } => {
-                "ssh runs without prompts (BatchMode): log in with a key or an agent, and accept the host key once with a plain ssh"
-            }
-            _ => "check your credentials for it",
-        };
-        return (
-            TargetFailure::Auth,
-            format!("{} could not log in: {said} ({how})", target.engine()),
-        );
-    }
-    if has(&[
-        "could not resolve",
-        "connection refused",
-        "timed out",
-        "no route to host",
-        "network is unreachable",
-        "connection closed",
-        "no such container",
-        "is not running",
-        "cannot connect to the docker daemon",
-        "notfound",
-        "not found",
-        "unable to connect",
-        "broken pipe",
-        "connection reset",
-    ]) || (matches!(target, Target::Ssh { .. }) && code == Some(255))
+        TargetFailure::NotInstalled
+    } else if has(AUTH_WORDS) {
+        TargetFailure::Auth
+    } else if has(UNREACHABLE_WORDS) || (matches!(target, Target::Ssh { .. }) && code == Some(255))
     {
-        return (
-            TargetFailure::Unreachable,
-            format!("cannot reach it through {}: {said}", target.engine()),
-        );
-    }
-    let status = code.map_or("was killed by a signal".to_owned(), |c| {
-        format!("exited with status {c}")
-    });
-    let said = if said.is_empty() {
-        "it printed nothing on stderr".to_owned()
+        TargetFailure::Unreachable
     } else {
-        said
+        TargetFailure::Lost
     };
-    (
-        TargetFailure::Lost,
-        format!("{} {status}: {said}", target.engine()),
-    )
+    let words = explain(failure, target, code, last_line(stderr));
+    (failure, words)
+}
+
+/// What to tell the user about a failure, with the last thing the command said.
+fn explain(failure: TargetFailure, target: &Target, code: Option<i32>, said: String) -> String {
+    let engine = target.engine();
+    match failure {
+        TargetFailure::NotInstalled => format!(
+            "{} is not installed there (or not on the far side's PATH): install debugtop-cli \
+             there (copy the release binary `make dist` builds), or name it with --cli PATH \
+             after the target [{said}]",
+            target.cli()
+        ),
+        TargetFailure::Auth => {
+            let how = match target {
+                Target::Ssh { .. } => {
+                    "ssh runs without prompts (BatchMode): log in with a key or an agent, and accept the host key once with a plain ssh"
+                }
+                _ => "check your credentials for it",
+            };
+            format!("{engine} could not log in: {said} ({how})")
+        }
+        TargetFailure::Unreachable => format!("cannot reach it through {engine}: {said}"),
+        _ => {
+            let status = code.map_or("was killed by a signal".to_owned(), |c| {
+                format!("exited with status {c}")
+            });
+            let said = if said.is_empty() {
+                "it printed nothing on stderr".to_owned()
+            } else {
+                said
+            };
+            format!("{engine} {status}: {said}")
+        }
+    }
 }
 
 #[cfg(test)]
