@@ -17,8 +17,8 @@ use rustix::event::{eventfd, EventfdFlags, Timespec};
 use rustix::fd::OwnedFd;
 use rustix::process::{pidfd_open, Pid, PidfdFlags};
 
-/// An identity: pid and start ticks.
-pub type Identity = (u32, u64);
+use super::exit_log::ExitLog;
+pub use super::exit_log::Identity;
 
 #[derive(Debug, Default)]
 struct State {
@@ -27,7 +27,6 @@ struct State {
     /// The identity of each token.
     tokens: HashMap<u64, Identity>,
     next_token: u64,
-    exits: Vec<(Identity, DateTime<Utc>)>,
     /// Identities of the last `watch` that got no pidfd because file descriptors ran out:
     /// they stay in the table, their exits are seen at the next tick.
     starved: usize,
@@ -59,7 +58,7 @@ struct Shared {
     /// Every watched pidfd, and `wake` under [`WAKE`].
     epoll: OwnedFd,
     wake: OwnedFd,
-    notify: tokio::sync::Notify,
+    log: ExitLog,
 }
 
 /// The token of the eventfd that stops the thread.
@@ -97,7 +96,7 @@ impl ExitWatcher {
                 state: Mutex::new(State::default()),
                 epoll,
                 wake,
-                notify: tokio::sync::Notify::new(),
+                log: ExitLog::default(),
             }),
         })
     }
@@ -153,11 +152,7 @@ impl ExitWatcher {
 
     /// The pids of the exits seen and not yet taken (for the next scan to read them).
     fn pending_pids(&self) -> Vec<u32> {
-        self.shared
-            .state
-            .lock()
-            .map(|s| s.exits.iter().map(|((pid, _), _)| *pid).collect())
-            .unwrap_or_default()
+        self.shared.log.pending_pids()
     }
 
     /// Polls every watched pidfd once, without waiting, on the caller's thread, and records
@@ -171,23 +166,19 @@ impl ExitWatcher {
             tv_nsec: 0,
         };
         if let Some(ready) = ready_tokens(&self.shared.epoll, Some(&zero)) {
-            record(&self.shared, &ready, Utc::now());
+            let _ = record(&self.shared, &ready, Utc::now());
         }
         self.pending_pids()
     }
 
     /// Exits seen since the last call, with the time each was seen.
     pub fn take_exits(&self) -> Vec<(Identity, DateTime<Utc>)> {
-        self.shared
-            .state
-            .lock()
-            .map(|mut s| std::mem::take(&mut s.exits))
-            .unwrap_or_default()
+        self.shared.log.take()
     }
 
     /// Resolves when an exit has been seen (for an out-of-band tick).
     pub async fn exited(&self) {
-        self.shared.notify.notified().await;
+        self.shared.log.exited().await;
     }
 
     /// How many identities are watched.
@@ -202,10 +193,7 @@ impl ExitWatcher {
     /// Whether an exit of `pid` is recorded and not yet taken by a tick (for tests that must
     /// know the watcher, not the scan, saw it first).
     pub fn has_pending_exit(&self, pid: u32) -> bool {
-        self.shared
-            .state
-            .lock()
-            .is_ok_and(|s| s.exits.iter().any(|((p, _), _)| *p == pid))
+        self.shared.log.has(pid)
     }
 
     /// How many processes of the last `watch` got no pidfd because file descriptors ran out.
@@ -316,16 +304,16 @@ fn record(shared: &Shared, ready: &[u64], now: DateTime<Utc>) -> bool {
     let Ok(mut s) = shared.state.lock() else {
         return false;
     };
-    let mut new = false;
+    let mut exited = Vec::new();
     for token in ready {
         let Some(id) = s.tokens.get(token).copied() else {
             continue;
         };
         unwatch(&shared.epoll, &mut s, id);
-        s.exits.push((id, now));
-        new = true;
+        exited.push(id);
     }
-    new
+    drop(s);
+    shared.log.record(exited, now)
 }
 
 fn run(shared: &Shared) {
@@ -348,7 +336,7 @@ fn run(shared: &Shared) {
             let _ = rustix::io::read(&shared.wake, &mut buf);
         }
         if record(shared, &ready, Utc::now()) {
-            shared.notify.notify_one();
+            shared.log.wake();
         }
     }
 }

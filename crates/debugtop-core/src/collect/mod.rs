@@ -7,6 +7,8 @@
 
 pub mod adopt;
 pub mod classify;
+#[cfg(any(target_os = "linux", windows))]
+pub mod exit_log;
 #[cfg(target_os = "linux")]
 pub mod exits;
 #[cfg(windows)]

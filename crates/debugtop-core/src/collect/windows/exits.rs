@@ -11,14 +11,13 @@ use chrono::{DateTime, Utc};
 
 use crate::win32::{self as sys, Access, Handle, Registration};
 
-/// An identity: pid and creation time.
-pub type Identity = (u32, u64);
+use crate::collect::exit_log::ExitLog;
+pub use crate::collect::exit_log::Identity;
 
 #[derive(Debug, Default)]
 struct State {
     /// Each watched identity's wait (dropping it unregisters the wait, then closes the handle).
     watched: HashMap<Identity, Registration>,
-    exits: Vec<(Identity, DateTime<Utc>)>,
     /// Identities of the last `watch` whose wait could not be registered: their exits are
     /// seen at the next tick.
     starved: usize,
@@ -27,7 +26,7 @@ struct State {
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
-    notify: tokio::sync::Notify,
+    log: ExitLog,
 }
 
 /// Watches identities for exit.
@@ -42,7 +41,7 @@ impl ExitWatcher {
         Some(Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
-                notify: tokio::sync::Notify::new(),
+                log: ExitLog::default(),
             }),
         })
     }
@@ -93,25 +92,17 @@ impl ExitWatcher {
 
     /// The pids of the exits seen and not yet taken (for the next scan to read them).
     pub fn exited_by_now(&self) -> Vec<u32> {
-        self.shared
-            .state
-            .lock()
-            .map(|s| s.exits.iter().map(|((pid, _), _)| *pid).collect())
-            .unwrap_or_default()
+        self.shared.log.pending_pids()
     }
 
     /// Exits seen since the last call, with the time each was seen.
     pub fn take_exits(&self) -> Vec<(Identity, DateTime<Utc>)> {
-        self.shared
-            .state
-            .lock()
-            .map(|mut s| std::mem::take(&mut s.exits))
-            .unwrap_or_default()
+        self.shared.log.take()
     }
 
     /// Resolves when an exit has been seen (for an out-of-band tick).
     pub async fn exited(&self) {
-        self.shared.notify.notified().await;
+        self.shared.log.exited().await;
     }
 
     /// How many identities are watched.
@@ -130,10 +121,7 @@ impl ExitWatcher {
 
     /// Whether an exit of `pid` is recorded and not yet taken by a tick.
     pub fn has_pending_exit(&self, pid: u32) -> bool {
-        self.shared
-            .state
-            .lock()
-            .is_ok_and(|s| s.exits.iter().any(|((p, _), _)| *p == pid))
+        self.shared.log.has(pid)
     }
 
     /// How many processes of the last `watch` got no wait.
@@ -164,8 +152,6 @@ fn open_checked((pid, created): Identity) -> Option<Handle> {
 
 /// The wait's callback: the process of `id` has ended.
 fn record(shared: &Shared, id: Identity) {
-    if let Ok(mut st) = shared.state.lock() {
-        st.exits.push((id, Utc::now()));
-    }
-    shared.notify.notify_one();
+    shared.log.record([id], Utc::now());
+    shared.log.wake();
 }
