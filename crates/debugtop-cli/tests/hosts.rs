@@ -87,6 +87,26 @@ fn collect_lines(child: &mut Spawned) -> Arc<Mutex<Vec<String>>> {
     lines
 }
 
+/// Starts `host.mjs` on `config` (with `env`) and waits for it to say which servers it started.
+fn start_host(config: &std::path::Path, env: &[(&str, String)]) -> (Spawned, Vec<u32>) {
+    let mut cmd = Command::new("node");
+    cmd.arg(fixture("stdio/host.mjs"))
+        .arg(config)
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut host = Spawned::spawn(&mut cmd);
+    let ready = host.read_line(Duration::from_secs(90));
+    let servers = ready
+        .strip_prefix("ready ")
+        .unwrap_or_else(|| panic!("host said {ready:?}"))
+        .split(' ')
+        .map(|p| p.parse().unwrap())
+        .collect();
+    (host, servers)
+}
+
 /// The tests here read the whole machine's findings: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -96,19 +116,7 @@ fn a_crashed_host_leaves_exactly_the_eof_ignoring_server_orphaned() {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
-    let mut host = Spawned::spawn(
-        Command::new("node")
-            .arg(fixture("stdio/host.mjs"))
-            .arg(config(dir.path()))
-            .stderr(Stdio::null()),
-    );
-    let ready = host.read_line(Duration::from_secs(60));
-    let servers: Vec<u32> = ready
-        .strip_prefix("ready ")
-        .unwrap_or_else(|| panic!("host said {ready:?}"))
-        .split(' ')
-        .map(|p| p.parse().unwrap())
-        .collect();
+    let (mut host, servers) = start_host(&config(dir.path()), &[]);
     let (memory, time, eof, debugger) = (servers[0], servers[1], servers[2], servers[3]);
     // Everything the host started, by identity, so the test cleans up only its own.
     let mut owned: Vec<Owned> = wait_for(Duration::from_secs(20), || {
@@ -334,15 +342,11 @@ fn near_misses_daemon_supervised_server_nested_mcp_debugger_raise_nothing() {
          ]}
     ]});
     std::fs::write(dir.path().join("nested.json"), c.to_string()).unwrap();
-    let mut host = Spawned::spawn(
-        Command::new("node")
-            .arg(fixture("stdio/host.mjs"))
-            .arg(dir.path().join("nested.json"))
-            .env("MCP_DEBUGGER_MAIN_PID", outer.pid().to_string())
-            .stderr(Stdio::null()),
+    let (host, servers) = start_host(
+        &dir.path().join("nested.json"),
+        &[("MCP_DEBUGGER_MAIN_PID", outer.pid().to_string())],
     );
-    let ready = host.read_line(Duration::from_secs(60));
-    let nested: u32 = ready.strip_prefix("ready ").unwrap().parse().unwrap();
+    let nested = servers[0];
     let nested_worker = wait_for(Duration::from_secs(20), || {
         descendants(nested).into_iter().find_map(|(p, _)| {
             let argv = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
@@ -478,10 +482,11 @@ fn wrapped_config(dir: &std::path::Path) -> std::path::PathBuf {
         format!("#!/usr/bin/env node\n{eof}"),
     )
     .unwrap();
-    Command::new("chmod")
-        .args(["755", tool.join("index.mjs").to_str().unwrap()])
-        .status()
-        .unwrap();
+    std::fs::set_permissions(
+        tool.join("index.mjs"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(&node_modules, tool.join("node_modules")).unwrap();
     std::fs::write(dir.join("pyserver.py"), PY_SERVER).unwrap();
     let python = tests.join(".venv/bin/python");
@@ -517,19 +522,7 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
-    let mut host = Spawned::spawn(
-        Command::new("node")
-            .arg(fixture("stdio/host.mjs"))
-            .arg(wrapped_config(dir.path()))
-            .stderr(Stdio::null()),
-    );
-    let ready = host.read_line(Duration::from_secs(90));
-    let servers: Vec<u32> = ready
-        .strip_prefix("ready ")
-        .unwrap_or_else(|| panic!("host said {ready:?}"))
-        .split(' ')
-        .map(|p| p.parse().unwrap())
-        .collect();
+    let (mut host, servers) = start_host(&wrapped_config(dir.path()), &[]);
     let (bare, npx, sh_node, sh_py, helper, sh_memory) = (
         servers[0], servers[1], servers[2], servers[3], servers[4], servers[5],
     );
