@@ -455,11 +455,16 @@ threading.Thread(target=lambda: time.sleep(10**6)).start()
 app.run()
 "#;
 
+/// The host's helper that, once its stdout's reader is gone, loops on the failing write
+/// (claude-code's orphan: ~79k writes a second, state R).
+const SPINNER: &str = "import os, time\nwhile True:\n    try:\n        os.write(1, b'tick\\n')\n        time.sleep(0.5)\n    except OSError:\n        pass\n";
+
 /// The shapes hosts really start servers in, each in a temporary folder of its own: the seed's
 /// bare server; the SDK server as a package (`weather-tool`, the SDK a dependency, nothing MCP
 /// in any name) through `npm exec`, and through `sh -c`; the Python SDK server through `sh -c`
 /// with the venv's python; the host's own helper (a plain python sleep loop, never
-/// initialised); and the real memory server behind `sh -c`, which exits with its stdin.
+/// initialised); the same helper spinning on its closed stdout; and the real memory server
+/// behind `sh -c`, which exits with its stdin.
 fn wrapped_config(dir: &std::path::Path) -> std::path::PathBuf {
     let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
     let node_modules = tests.join("node_modules");
@@ -500,6 +505,7 @@ fn wrapped_config(dir: &std::path::Path) -> std::path::PathBuf {
         sh(format!("{} {}", python.display(), dir.join("pyserver.py").display())),
         {"cmd": ["python3", "-c", "import time\nwhile True: time.sleep(1)"], "plain": true},
         sh(format!("node {}", node_modules.join("@modelcontextprotocol/server-memory/dist/index.js").display())),
+        {"cmd": ["python3", "-c", SPINNER], "plain": true},
     ]});
     let p = dir.join("host.json");
     std::fs::write(&p, c.to_string()).unwrap();
@@ -523,8 +529,8 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().unwrap();
     let (mut host, servers) = start_host(&wrapped_config(dir.path()), &[]);
-    let (bare, npx, sh_node, sh_py, helper, sh_memory) = (
-        servers[0], servers[1], servers[2], servers[3], servers[4], servers[5],
+    let (bare, npx, sh_node, sh_py, helper, sh_memory, spinner) = (
+        servers[0], servers[1], servers[2], servers[3], servers[4], servers[5], servers[6],
     );
     // Each chain's processes, by identity (the test cleans up only its own).
     let settle = wait_for(Duration::from_secs(30), || {
@@ -611,6 +617,16 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
             assert_eq!(fs[0]["severity"], "warning");
         }
     }
+    // The spinner: orphaned and spinning, one plan.
+    let spun = about(spinner);
+    let mut kinds: Vec<&str> = spun.iter().filter_map(|f| f["kind"].as_str()).collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["orphaned-stdio", "spinning"], "{spun:#?}");
+    assert_eq!(
+        spun[0]["plan"]["targets"], spun[1]["plan"]["targets"],
+        "one plan: {spun:#?}"
+    );
+    assert!(planned_pids(&spun[0]).contains(&spinner));
     let npx_f = &about(npx)[0];
     assert!(
         npx_f["evidence"]
@@ -631,7 +647,7 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
     );
 
     // The monitor running across the crash names the same chains.
-    for root in [bare, npx, sh_node, sh_py, helper] {
+    for root in [bare, npx, sh_node, sh_py, helper, spinner] {
         let all = chains.iter().find(|(s, _)| *s == root).unwrap().1.clone();
         wait_for(Duration::from_secs(30), || {
             stream.lock().unwrap().iter().rev().take(3).find_map(|l| {
@@ -647,7 +663,8 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
     }
     drop(watch);
 
-    for f in &findings {
+    // One kill per chain (the spinner's two findings share one plan).
+    for f in findings.iter().filter(|f| f["kind"] != "spinning") {
         let id = f["id"].as_str().unwrap();
         let out = cli().args(["kill", id, "--yes"]).output().unwrap();
         assert_eq!(

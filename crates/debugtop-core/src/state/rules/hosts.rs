@@ -3,7 +3,7 @@
 
 use super::{about, Candidate, Ctx};
 use crate::model::{
-    wrapper_name as wrapper, FdKind, FindingKind, McpEvidence, Proc, Role, Severity,
+    wrapper_name as wrapper, FdKind, FindingKind, KillPlan, McpEvidence, Proc, Role, Severity,
 };
 
 /// A live stdio MCP server nobody can write to any more: no process holds the writing end of
@@ -11,30 +11,11 @@ use crate::model::{
 /// stdin EOF within seconds; the grace leaves them that time.
 pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
-    for p in ctx
-        .procs()
-        .filter(|p| p.role == Role::Server && p.state.is_alive())
-    {
+    for p in ctx.procs().filter(|p| is_orphaned_server(ctx, p)) {
         let Some(channel) = p.channel else {
             continue;
         };
-        // Nobody holds the other end — or, where that cannot be checked, the parent that made
-        // the pipe is gone.
-        let unreachable = if p.stdin_unchecked {
-            parent_gone(ctx, p)
-        } else {
-            p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
-        };
-        if !unreachable {
-            continue;
-        }
         let mcp_debugger = ctx.world.server(p.pid).is_some();
-        if p.mcp.is_none() && !mcp_debugger {
-            continue;
-        }
-        if host_alive(ctx, p) {
-            continue;
-        }
         let mut f = about(
             FindingKind::OrphanedServer,
             Severity::Critical,
@@ -54,9 +35,13 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
                 format!(", from its wrapper {} down", root.pid)
             }
         );
-        // Planned about the chain's root: everything in it descends from the root (the server
-        // named too: following relations never takes a server by itself).
-        f.plan = Some(ctx.plan(root, &[root.pid, p.pid], false));
+        f.plan = Some(chain_plan(
+            ctx,
+            &Chain {
+                root,
+                server: Some(p),
+            },
+        ));
         out.push(Candidate {
             hold_grace: true,
             ..Candidate::new(f)
@@ -65,19 +50,77 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
     out
 }
 
+/// A stdio MCP server (or mcp-debugger in stdio mode) nobody can reach any more: nobody holds
+/// the other end of its channel — or, where that cannot be checked, the parent that made the
+/// pipe is gone — and its remembered host is not alive.
+fn is_orphaned_server(ctx: &Ctx<'_>, p: &Proc) -> bool {
+    let unreachable = if p.stdin_unchecked {
+        parent_gone(ctx, p)
+    } else {
+        p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
+    };
+    p.role == Role::Server
+        && p.state.is_alive()
+        && p.channel.is_some()
+        && unreachable
+        && (p.mcp.is_some() || ctx.world.server(p.pid).is_some())
+        && !host_alive(ctx, p)
+}
+
+/// The root of a leaked chain with nothing MCP in it: adopted, nobody at the other end of its
+/// stdio, standing for itself.
+fn is_stdio_root(p: &Proc) -> bool {
+    p.state.is_alive()
+        && matches!(p.role, Role::Wrapper | Role::Other)
+        && p.server_pid == Some(p.pid)
+        && p.adopted.is_some()
+        && p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
+}
+
+/// A leaked stdio chain: its topmost process, and the MCP server in it when there is one.
+pub struct Chain<'a> {
+    /// The topmost process (a wrapper, the server itself, or a nameless root).
+    pub root: &'a Proc,
+    /// The MCP server in it.
+    pub server: Option<&'a Proc>,
+}
+
+/// The leaked stdio chain `p` belongs to (as its root, a wrapper, its server or something it
+/// started), if any.
+pub fn leaked_chain<'a>(ctx: &'a Ctx<'_>, p: &'a Proc) -> Option<Chain<'a>> {
+    let key = ctx.world.proc(p.server_pid?)?;
+    if is_orphaned_server(ctx, key) {
+        Some(Chain {
+            root: chain_root(ctx, key),
+            server: Some(key),
+        })
+    } else {
+        is_stdio_root(key).then_some(Chain {
+            root: key,
+            server: None,
+        })
+    }
+}
+
+/// The plan that ends a leaked chain, about its root (everything in it descends from the root;
+/// the server is named too: following relations never takes a server by itself). Short (SIGKILL
+/// after a second) when its root or server spins: a process looping on a closed pipe ignores
+/// SIGTERM as often as not — and then the `spinning` finding's plan is this very plan.
+pub fn chain_plan(ctx: &Ctx<'_>, chain: &Chain<'_>) -> KillPlan {
+    let spins = |p: &Proc| p.cpu_percent.is_some_and(|c| c >= ctx.config.spin_cpu);
+    let short = spins(chain.root) || chain.server.is_some_and(spins);
+    let mut pids = vec![chain.root.pid];
+    pids.extend(chain.server.map(|s| s.pid).filter(|s| *s != chain.root.pid));
+    ctx.plan(chain.root, &pids, short)
+}
+
 /// A process nobody can reach over its stdio (no process holds the other end of its stdin, or
 /// of its stdout), whose parent is gone (re-parented to init, adopted by a subreaper), with
 /// nothing saying it is an MCP server: a warning, its whole chain in the plan. (An MCP server
 /// under it makes the chain an `orphaned-server`.)
 pub fn orphaned_stdio(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
-    for p in ctx.procs().filter(|p| {
-        p.state.is_alive()
-            && matches!(p.role, Role::Wrapper | Role::Other)
-            && p.server_pid == Some(p.pid)
-            && p.adopted.is_some()
-            && p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
-    }) {
+    for p in ctx.procs().filter(|p| is_stdio_root(p)) {
         let (Some(channel), Some(adopted)) = (p.channel, &p.adopted) else {
             continue;
         };
@@ -103,7 +146,13 @@ pub fn orphaned_stdio(ctx: &Ctx<'_>) -> Vec<Candidate> {
             "kill process {} and what it started: nothing can write to it; its parent is gone",
             p.pid
         );
-        f.plan = Some(ctx.plan(p, &[p.pid], false));
+        f.plan = Some(chain_plan(
+            ctx,
+            &Chain {
+                root: p,
+                server: None,
+            },
+        ));
         out.push(Candidate {
             hold_grace: true,
             ..Candidate::new(f)

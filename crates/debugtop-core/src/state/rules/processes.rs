@@ -1,12 +1,15 @@
 //! Process states that are findings on their own: spinning, zombie, stopped.
 
-use super::{about, of_session, Candidate, Ctx};
+use super::{about, hosts, of_session, Candidate, Ctx};
 use crate::model::{FindingKind, ProcState, Role, Severity};
 
 /// Infrastructure (not a debuggee: the user's program may well be busy) using more than the
-/// threshold of a core in consecutive samples for the whole grace. A node or python adapter
-/// loading its code uses a core for a second or two (on a loaded machine, longer): two hot
-/// samples 500 ms apart raised a healthy js-debug adapter as spinning, with a kill plan.
+/// threshold of a core in consecutive samples for the whole grace — and anything of a leaked
+/// stdio chain (a wrapper, a nameless orphan, a stdio MCP server nobody can reach: claude-code's
+/// orphan looping on writes to a closed pipe), whose plan is then the chain's own. A node or
+/// python adapter loading its code uses a core for a second or two (on a loaded machine,
+/// longer): two hot samples 500 ms apart raised a healthy js-debug adapter as spinning, with a
+/// kill plan.
 pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let infra = |r: Role| {
         matches!(
@@ -15,10 +18,17 @@ pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
         )
     };
     let mut out = Vec::new();
-    for p in ctx.procs().filter(|p| p.state.is_alive() && infra(p.role)) {
+    for p in ctx.procs().filter(|p| p.state.is_alive()) {
         let Some(cpu) = p.cpu_percent.filter(|c| *c >= ctx.config.spin_cpu) else {
             continue;
         };
+        // A chain's worker or adapter keeps its own plan (mcp-debugger's, below).
+        let chain = (!infra(p.role) || p.mcp.is_some())
+            .then(|| hosts::leaked_chain(ctx, p))
+            .flatten();
+        if !infra(p.role) && chain.is_none() {
+            continue;
+        }
         let mut f = about(FindingKind::Spinning, Severity::Warning, p, ctx.now());
         f.evidence.push(format!(
             "{} {}{} used {cpu:.0} % of a core over the last sample (state {})",
@@ -27,7 +37,18 @@ pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
             of_session(p),
             p.state.letter()
         ));
-        if p.role == Role::Server {
+        if let Some(chain) = chain {
+            f.evidence.push(format!(
+                "it is part of a leaked stdio chain from pid {}: nothing can reach it",
+                chain.root.pid
+            ));
+            f.suggested_action = format!(
+                "kill the leaked chain from pid {} down: a process spinning on a closed pipe \
+                 ignores SIGTERM as often as not, SIGKILL follows after 1 s",
+                chain.root.pid
+            );
+            f.plan = Some(hosts::chain_plan(ctx, &chain));
+        } else if p.role == Role::Server {
             f.suggested_action =
                 "look at what the server is doing (it is not killed automatically)".into();
         } else {

@@ -875,6 +875,51 @@ fn an_adopted_process_nobody_can_write_to_is_an_orphaned_stdio_warning_not_criti
 }
 
 #[test]
+fn a_spinning_orphan_on_a_closed_pipe_is_orphaned_and_spinning_with_one_plan() {
+    use crate::model::Adopted;
+    // claude-code's shape: the orphan itself loops on writes to its closed stdout (state R).
+    let obs = |t: i64, cpu: f32| {
+        Obs::at(t)
+            .proc(
+                P::new(800, Role::Other)
+                    .argv("python3 -c spin")
+                    .adopted(Adopted::Init)
+                    .server(Some(800))
+                    .piped(88)
+                    .holders(&[])
+                    .cpu(cpu)
+                    .state(ProcState::Running)
+                    .build(),
+            )
+            .proc(P::new(801, Role::Other).ppid(800).server(Some(800)).build())
+            .build()
+    };
+    let f = run([obs(0, 97.0), obs(3, 97.0), obs(6, 97.0)]);
+    assert_eq!(
+        kinds(&f),
+        [FindingKind::OrphanedStdio, FindingKind::Spinning],
+        "{f:#?}"
+    );
+    let (orphan, spin) = (&f[0], &f[1]);
+    assert_eq!(orphan.plan, spin.plan, "one plan for both");
+    assert_eq!(planned(spin), [801, 800]);
+    assert!(
+        spin.plan.as_ref().is_some_and(|p| p.grace_ms <= 1_000),
+        "SIGKILL follows after a second"
+    );
+    assert!(
+        spin.evidence
+            .iter()
+            .any(|e| e.contains("part of a leaked stdio chain from pid 800")),
+        "{:?}",
+        spin.evidence
+    );
+    // Near miss: the same orphan idle is no spinner (and its plan keeps the normal grace).
+    let f = run([obs(0, 0.5), obs(3, 0.5), obs(6, 0.5)]);
+    assert_eq!(kinds(&f), [FindingKind::OrphanedStdio]);
+}
+
+#[test]
 fn near_misses_of_an_orphaned_server() {
     // Its host is alive and writes to it.
     let host = P::new(500, Role::Host).build();
