@@ -194,11 +194,15 @@ pub fn from_shared_with(
 }
 
 /// Stdio MCP servers that are not mcp-debugger (their own `server_pid`, not a live
-/// mcp-debugger server's): what runs under them belongs to them, not to a gone debug server.
+/// mcp-debugger server's), and leaked stdio chains' roots that stand for themselves: what runs
+/// under them belongs to them, not to a gone debug server.
 fn stdio_servers(servers: &[ServerInfo], procs: &[Arc<Proc>]) -> BTreeSet<u32> {
     procs
         .iter()
-        .filter(|p| p.role == Role::Server && p.mcp.is_some())
+        .filter(|p| {
+            (p.role == Role::Server && p.mcp.is_some())
+                || (matches!(p.role, Role::Other | Role::Wrapper) && p.server_pid == Some(p.pid))
+        })
         .filter(|p| !servers.iter().any(|s| s.pid == p.pid))
         .map(|p| p.pid)
         .collect()
@@ -276,7 +280,7 @@ fn gone_host_node(key: Option<(u32, u64)>, procs: &[Arc<Proc>]) -> TreeNode {
         None => TreeNode::new(
             "gone-host:unknown".into(),
             NodeKind::GoneHost,
-            "stdio MCP servers whose host debugtop never saw".into(),
+            "stdio processes whose host debugtop never saw".into(),
         ),
     };
     node.pid = remembered.map(|h| h.pid);
@@ -1107,6 +1111,27 @@ mod tests {
             .iter()
             .any(|f| f.what == What::ServerGone { pid: 999 }));
         assert_eq!(gone.walk().iter().filter(|n| n.role.is_some()).count(), 2);
+    }
+
+    #[test]
+    fn regression_a_leaked_stdio_root_is_under_its_gone_host_not_a_gone_server() {
+        let o = Obs::at(0)
+            .without_server()
+            .proc(
+                P::new(800, Role::Other)
+                    .argv("sleep 300")
+                    .adopted(crate::model::Adopted::Init)
+                    .server(Some(800))
+                    .build(),
+            )
+            .proc(P::new(801, Role::Other).ppid(800).server(Some(800)).build())
+            .build();
+        let w = world(&o);
+        assert_eq!(tree(&w), ["GoneHost", "  other 800", "    other 801"]);
+        assert_eq!(
+            w.tree[0].label,
+            "stdio processes whose host debugtop never saw"
+        );
     }
 
     #[test]
