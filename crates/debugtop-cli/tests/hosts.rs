@@ -29,17 +29,15 @@ fn audit() -> (i32, Value) {
     );
     let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     // Findings about processes older than this test binary are the machine's, not the test's
-    // (a sandbox's own runner whose pipes lead outside its pid namespace, say).
-    let me = debugtop_e2e::procs::start_ticks(std::process::id()).unwrap_or(0);
+    // (an earlier suite's leftovers, say).
     let older = |f: &Value| {
-        f["pids"].as_array().is_some_and(|ps| {
-            ps.iter().all(|p| {
-                p.as_u64()
-                    .and_then(|p| u32::try_from(p).ok())
-                    .and_then(debugtop_e2e::procs::start_ticks)
-                    .is_some_and(|t| t < me)
-            })
-        })
+        let pids: Vec<u32> = f["pids"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| u32::try_from(p.as_u64()?).ok())
+            .collect();
+        debugtop_e2e::procs::older_than_this_test(&pids)
     };
     if let Some(fs) = doc["findings"].as_array_mut() {
         fs.retain(|f| !older(f));
