@@ -366,7 +366,7 @@ pub fn stand_in_worker(script: &str, session: &str) -> Spawned {
     Spawned::spawn(
         Command::new("sh")
             .arg("-c")
-            .arg(format!("{{ {script}\n}} </dev/null >/dev/null 2>&1"))
+            .arg(format!("{script} </dev/null >/dev/null 2>&1"))
             .arg("sh")
             .arg("/stand-in/dist/proxy/proxy-bootstrap.js")
             .arg(format!("--mcp-owner-pid={}", my_pid()))
