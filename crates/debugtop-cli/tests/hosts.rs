@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -90,7 +91,11 @@ fn start_host(config: &std::path::Path, env: &[(&str, String)]) -> (Spawned, Vec
     let mut cmd = Command::new("node");
     cmd.arg(fixture("stdio/host.mjs"))
         .arg(config)
-        .stderr(Stdio::null());
+        .stderr(Stdio::null())
+        // A job of its own, as a shell with job control starts a host: its orphans keep that
+        // group, which is how a one-shot audit knows init did not start them even when the
+        // tree runs in init's own session (a CI runner that never made one).
+        .process_group(0);
     for (k, v) in env {
         cmd.env(k, v);
     }
