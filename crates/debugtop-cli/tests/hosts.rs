@@ -686,3 +686,146 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
     assert_eq!(code, 0, "{doc:#}");
     owned.clear();
 }
+
+/// A live host that reconnects: it starts a second real memory server and talks only to the
+/// new one (the old one keeps its open stdin, silent); and a second real time server (PyPI),
+/// talking to both time servers.
+fn reconnecting_config(dir: &std::path::Path) -> std::path::PathBuf {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let node_modules = tests.join("node_modules");
+    let c = json!({
+        "servers": [
+            {"cmd": ["node", node_modules.join("@modelcontextprotocol/server-memory/dist/index.js")],
+             "env": {"MEMORY_FILE_PATH": dir.join("memory.json")}},
+            {"cmd": [tests.join(".venv/bin/mcp-server-time")]},
+            {"cmd": ["node", fixture("stdio/eof-ignorer.mjs")]},
+        ],
+        "then": {"afterMs": 3000, "restart": [0], "pingAll": [1], "pingMs": 2000},
+    });
+    let p = dir.join("host.json");
+    std::fs::write(&p, c.to_string()).unwrap();
+    p
+}
+
+/// The processes a finding is about.
+fn finding_pids(f: &Value) -> Vec<u32> {
+    f["pids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| u32::try_from(p.as_u64()?).ok())
+        .collect()
+}
+
+#[test]
+fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twins_that_talk_are_not(
+) {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("node");
+    cmd.arg(fixture("stdio/host.mjs"))
+        .arg(reconnecting_config(dir.path()))
+        .stderr(Stdio::null())
+        .process_group(0);
+    let mut host = Spawned::spawn(&mut cmd);
+    let said = collect_lines(&mut host);
+    let line = |prefix: &'static str| {
+        let said = Arc::clone(&said);
+        move || {
+            said.lock().unwrap().iter().find_map(|l| {
+                l.strip_prefix(prefix).map(|rest| {
+                    rest.split(' ')
+                        .filter_map(|p| p.parse::<u32>().ok())
+                        .collect::<Vec<u32>>()
+                })
+            })
+        }
+    };
+    let servers = wait_for(Duration::from_secs(90), line("ready ")).expect("the host started");
+    let (memory, time) = (servers[0], servers[1]);
+    let mut owned: Vec<Owned> = servers.iter().map(|p| Owned::adopt(*p)).collect();
+    // The monitor is running before the reconnect.
+    let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "1000"]));
+    let stream = collect_lines(&mut watch);
+    let twins = wait_for(Duration::from_secs(60), line("twins ")).expect("the host reconnected");
+    let (new_memory, new_time) = (twins[0], twins[1]);
+    owned.extend(twins.iter().map(|p| Owned::adopt(*p)));
+    let ours = [memory, time, servers[2], new_memory, new_time];
+
+    // 30 s of silence, the grace, a tick or two.
+    let found = wait_for(Duration::from_secs(90), || {
+        let lines = stream.lock().unwrap();
+        let u: Value = serde_json::from_str(lines.last()?).ok()?;
+        let fs = u["snapshot"]["findings"].as_array()?.clone();
+        fs.iter()
+            .any(|f| f["kind"] == "duplicate-server")
+            .then_some(fs)
+    })
+    .expect("the old memory server was never called a duplicate");
+    let dups: Vec<&Value> = found
+        .iter()
+        .filter(|f| finding_pids(f).iter().any(|p| ours.contains(p)))
+        .collect();
+    assert_eq!(dups.len(), 1, "only the old memory server: {dups:#?}");
+    let dup = dups[0];
+    assert_eq!(dup["kind"], "duplicate-server", "{dup:#}");
+    assert_eq!(dup["severity"], "warning");
+    assert_eq!(finding_pids(dup), [memory], "{dup:#}");
+    assert_eq!(planned_pids(dup), [memory], "the old one only: {dup:#}");
+    let e = dup["evidence"].to_string();
+    assert!(e.contains(&format!("pid {new_memory}")), "{e}");
+    // No tick ever said anything about the twins that both talk, the new memory server or the
+    // lone server (nor about the old memory server before it had been silent for long).
+    for l in stream.lock().unwrap().iter() {
+        let Ok(u) = serde_json::from_str::<Value>(l) else {
+            continue;
+        };
+        for f in u["snapshot"]["findings"].as_array().into_iter().flatten() {
+            let pids = finding_pids(f);
+            assert!(
+                !pids.iter().any(|p| ours.contains(p) && *p != memory),
+                "a false finding: {f:#}"
+            );
+        }
+    }
+    // The monitor's plan, executed as shown (only the identities it named).
+    let only: Vec<String> = dup["plan"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| format!("{}.{}", t["pid"], t["start_ticks"]))
+        .collect();
+    let out = cli()
+        .args(["kill", &memory.to_string(), "--tree", "--yes", "--only"])
+        .arg(only.join(","))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(Duration::from_secs(10), || gone(memory).then_some(()))
+        .expect("the old memory server is gone");
+    assert!(
+        [new_memory, time, new_time, host.pid]
+            .iter()
+            .all(|p| !gone(*p)),
+        "the host and what it uses live on"
+    );
+    let cleared = wait_for(Duration::from_secs(15), || {
+        let lines = stream.lock().unwrap();
+        let u: Value = serde_json::from_str(lines.last()?).ok()?;
+        let fs = u["snapshot"]["findings"].as_array()?;
+        (!fs.iter().any(|f| f["kind"] == "duplicate-server")).then_some(())
+    });
+    cleared.expect("the finding went with the old server");
+    drop(watch);
+    host.signal(Signal::SIGKILL);
+    host.reap();
+    owned.clear();
+}

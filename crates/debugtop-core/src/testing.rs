@@ -63,6 +63,7 @@ impl ProcBuilder {
             ns: None,
             tracer_pid: None,
             adopted: None,
+            stdio_quiet_since: None,
         })
     }
     /// Parent.
@@ -189,6 +190,11 @@ impl ProcBuilder {
             kind: HostKind::Unlabelled,
             label: format!("host{pid}"),
         });
+        self
+    }
+    /// Its stdio has been silent since `t` (as debugtop saw it).
+    pub fn quiet_since(mut self, t: DateTime<Utc>) -> Self {
+        self.0.stdio_quiet_since = Some(t);
         self
     }
     /// It runs in another pid namespace, as `inner` there.
@@ -528,6 +534,7 @@ fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<
         ns: None,
         tracer_pid: None,
         adopted: None,
+        stdio_quiet_since: None,
     }
 }
 

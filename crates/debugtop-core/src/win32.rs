@@ -21,8 +21,8 @@ use windows_sys::Win32::System::Diagnostics::ToolHelp::{
 };
 use windows_sys::Win32::System::ProcessStatus::{K32GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS};
 use windows_sys::Win32::System::Threading::{
-    GetCurrentProcess, GetProcessTimes, OpenProcess, OpenProcessToken, RegisterWaitForSingleObject,
-    TerminateProcess, UnregisterWaitEx, WaitForSingleObject, INFINITE,
+    GetCurrentProcess, GetProcessIoCounters, GetProcessTimes, OpenProcess, OpenProcessToken,
+    RegisterWaitForSingleObject, TerminateProcess, UnregisterWaitEx, WaitForSingleObject, INFINITE,
     PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_SYNCHRONIZE, PROCESS_TERMINATE, PROCESS_VM_READ,
     WT_EXECUTEONLYONCE,
 };
@@ -171,6 +171,15 @@ impl Handle {
         // SAFETY: `c` is the struct whose size is passed.
         let ok = unsafe { K32GetProcessMemoryInfo(self.0, &mut c, c.cb) } != 0;
         ok.then_some(c.WorkingSetSize as u64)
+    }
+
+    /// Bytes the process has read and written so far (every file, pipe and device), when
+    /// Windows tells.
+    pub fn io_bytes(&self) -> Option<u64> {
+        let mut c = windows_sys::Win32::System::Threading::IO_COUNTERS::default();
+        // SAFETY: `c` is the struct Windows fills.
+        let ok = unsafe { GetProcessIoCounters(self.0, &mut c) } != 0;
+        ok.then(|| c.ReadTransferCount.saturating_add(c.WriteTransferCount))
     }
 
     /// Whether the process has ended (its handle is signalled), waiting at most `ms`.

@@ -153,8 +153,17 @@ fn find<'a, F: AsRef<Finding>>(findings: &'a [F], id: &FindingId) -> Result<&'a 
     let mut all = findings.iter().map(AsRef::as_ref);
     all.find(|f| &f.id == id).ok_or_else(|| {
         let known: Vec<String> = findings.iter().map(|f| f.as_ref().id.to_string()).collect();
+        let why = if id.kind.needs_watching() {
+            format!(
+                "a {} is found only by a monitor that has watched for a while (watch or the app), \
+                 not by this one-shot look: kill the process it names by pid, with --tree",
+                id.kind.nouns().0
+            )
+        } else {
+            "it may be resolved already".to_owned()
+        };
         Error::NothingToKill(format!(
-            "no current finding has the id {id} (it may be resolved already); current findings: {}",
+            "no current finding has the id {id} ({why}); current findings: {}",
             if known.is_empty() {
                 "none".to_owned()
             } else {
@@ -279,6 +288,7 @@ fn read_forced(pid: u32) -> Option<Proc> {
         ns: None,
         tracer_pid: None,
         adopted: None,
+        stdio_quiet_since: None,
     })
 }
 

@@ -333,6 +333,9 @@ struct CacheEntry {
     reads: u32,
     /// The parent it had when first read (a later other one adopted it).
     first_ppid: Option<u32>,
+    /// Its I/O counters (bytes read + written) when last read, and since when they have not
+    /// moved: see [`IdentityCache::note_io`].
+    io: Option<(u64, DateTime<Utc>)>,
 }
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
@@ -382,6 +385,27 @@ impl IdentityCache {
         {
             e.first_ppid.get_or_insert(ppid);
         }
+    }
+
+    /// Records an identity's I/O counters (bytes read + written) read at `now`; returns since
+    /// when they have not moved: `now` when they just did or were never read before.
+    fn note_io(
+        &mut self,
+        pid: u32,
+        start_ticks: u64,
+        bytes: u64,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let e = self
+            .entries
+            .get_mut(&pid)
+            .filter(|e| e.start_ticks == start_ticks)?;
+        let since = match e.io {
+            Some((last, since)) if last == bytes => since,
+            _ => now,
+        };
+        e.io = Some((bytes, since));
+        Some(since)
     }
 
     /// What relate remembered about this identity.
@@ -449,6 +473,7 @@ impl IdentityCache {
                         last: None,
                         reads: 0,
                         first_ppid: None,
+                        io: None,
                     },
                 );
                 None
@@ -655,6 +680,7 @@ fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
         ns: s.ident.ns.clone(),
         tracer_pid: s.ident.tracer_pid,
         adopted: s.adopted.clone(),
+        stdio_quiet_since: None,
     }
 }
 
@@ -665,6 +691,11 @@ pub(crate) trait FdView {
     fn mark_parent_writers(&mut self, samples: &mut [Sample]);
     /// Fills `stdin_holders` for stdio MCP servers whose parent does not write to them.
     fn stdin_holders(&mut self, procs: &mut [Proc]);
+    /// The bytes a process has read and written so far (every file, pipe and socket), when
+    /// readable: whether a host's stdio server still talks.
+    fn io_bytes(&self, _pid: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// No file descriptors to look at.
@@ -747,20 +778,30 @@ pub(crate) fn finish(
     let resolved = relate(&samples, cache);
     let mut servers = Vec::new();
     let mut procs = Vec::with_capacity(resolved.len());
+    let now = Utc::now();
     for (i, r) in resolved {
         let s = &samples[i];
         cache.remember(s.pid, s.start_ticks, r.memory.clone());
         if let Some(server) = server_info(s) {
             servers.push(server);
         }
-        procs.push(proc_of(s, r));
+        let mut p = proc_of(s, r);
+        if s.parent_writes_stdin && p.role == Role::Server {
+            // No byte ever moved: the counters are not kept here (a server that answered its
+            // host has read something), so silence cannot be told from them.
+            p.stdio_quiet_since = fds
+                .io_bytes(s.pid)
+                .filter(|bytes| *bytes > 0)
+                .and_then(|bytes| cache.note_io(s.pid, s.start_ticks, bytes, now));
+        }
+        procs.push(p);
     }
     fds.stdin_holders(&mut procs);
     procs.sort_by_key(|p| (p.server_pid.unwrap_or(u32::MAX), p.pid));
     servers.sort_by_key(|s| s.pid);
     stats.duration_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     ProcessTable {
-        taken_at: Utc::now(),
+        taken_at: now,
         procs,
         servers,
         stats,

@@ -45,6 +45,9 @@ pub enum FindingKind {
     /// A process whose stdio pipe has nobody at the other end and whose parent is gone, with
     /// nothing saying it is an MCP server: nothing can write to it again.
     OrphanedStdio,
+    /// A stdio MCP server its live host keeps but no longer uses: silent while a newer twin
+    /// (same host, same command line) started or talked.
+    DuplicateServer,
     /// Infrastructure process burning CPU over two samples.
     Spinning,
     /// Exited but not reaped.
@@ -75,6 +78,7 @@ impl FindingKind {
             Self::LeakedDebuggee => ("leaked debuggee", "leaked debuggees"),
             Self::OrphanedServer => ("orphaned MCP server", "orphaned MCP servers"),
             Self::OrphanedStdio => ("orphaned stdio process", "orphaned stdio processes"),
+            Self::DuplicateServer => ("duplicate MCP server", "duplicate MCP servers"),
             Self::Spinning => ("spinning process", "spinning processes"),
             Self::Zombie => ("zombie", "zombies"),
             Self::Stopped => ("stopped process", "stopped processes"),
@@ -84,10 +88,19 @@ impl FindingKind {
         }
     }
 
+    /// Whether only a monitor that has watched for a while can raise it (a one-shot audit
+    /// cannot: the evidence is what did not happen over time).
+    pub fn needs_watching(self) -> bool {
+        matches!(self, Self::DuplicateServer)
+    }
+
     /// Whether findings of this kind are grouped by the server they concern (an orphaned MCP
     /// server's finding names itself as the server: those are grouped by kind alone).
     fn groups_by_server(self) -> bool {
-        !matches!(self, Self::OrphanedServer | Self::OrphanedStdio)
+        !matches!(
+            self,
+            Self::OrphanedServer | Self::OrphanedStdio | Self::DuplicateServer
+        )
     }
 }
 

@@ -525,6 +525,11 @@ pub struct Proc {
     /// Whoever started it is gone: it was re-parented to init or adopted by a subreaper.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adopted: Option<Adopted>,
+    /// For a stdio server of a live host: since when debugtop has seen it read and write
+    /// nothing (the later of the last change in its I/O counters and debugtop's first reading
+    /// of them). A sample, like CPU: it moves whenever the process talks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio_quiet_since: Option<DateTime<Utc>>,
 }
 
 /// Who took in a process whose parent died.
@@ -564,7 +569,7 @@ impl std::fmt::Display for Adopted {
 }
 
 impl Proc {
-    /// Equal to `now` but for the samples (CPU, memory, scheduler state).
+    /// Equal to `now` but for the samples (CPU, memory, scheduler state, stdio quiet).
     pub fn same_but_samples(&self, now: &Proc) -> bool {
         let Self {
             pid,
@@ -595,6 +600,7 @@ impl Proc {
             ns,
             tracer_pid,
             adopted,
+            stdio_quiet_since: _,
         } = self;
         *pid == now.pid
             && *ppid == now.ppid
@@ -623,11 +629,13 @@ impl Proc {
             && *adopted == now.adopted
     }
 
-    /// Takes `now`'s samples (CPU, memory, scheduler state: numbers and fixed words).
+    /// Takes `now`'s samples (CPU, memory, scheduler state, stdio quiet: numbers, times and fixed
+    /// words).
     pub fn take_samples(&mut self, now: &Proc) {
         self.cpu_percent = now.cpu_percent;
         self.rss_bytes = now.rss_bytes;
         self.state = now.state;
+        self.stdio_quiet_since = now.stdio_quiet_since;
     }
 }
 

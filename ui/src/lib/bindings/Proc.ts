@@ -131,4 +131,10 @@ tracer_pid: number | null,
 /**
  * Whoever started it is gone: it was re-parented to init or adopted by a subreaper.
  */
-adopted?: Adopted | null, };
+adopted?: Adopted | null, 
+/**
+ * For a stdio server of a live host: since when debugtop has seen it read and write
+ * nothing (the later of the last change in its I/O counters and debugtop's first reading
+ * of them). A sample, like CPU: it moves whenever the process talks.
+ */
+stdio_quiet_since?: string | null, };

@@ -238,6 +238,12 @@ impl super::FdView for WindowsPipes {
         }
     }
 
+    fn io_bytes(&self, pid: u32) -> Option<u64> {
+        crate::win32::open(pid, crate::win32::Access::Query)
+            .ok()?
+            .io_bytes()
+    }
+
     fn stdin_holders(&mut self, procs: &mut [crate::model::Proc]) {
         for p in procs
             .iter_mut()

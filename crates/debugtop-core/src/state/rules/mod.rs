@@ -17,6 +17,7 @@ mod processes;
 mod servers;
 mod sessions;
 pub mod stuck;
+mod twins;
 mod workers;
 
 use std::any::Any;
@@ -55,6 +56,9 @@ pub struct VerdictConfig {
     pub mode: Mode,
     /// When a session counts as stuck.
     pub stuck: stuck::StuckThresholds,
+    /// How long the older of two twin stdio servers under one live host must have read and
+    /// written nothing before it counts as left behind.
+    pub duplicate_quiet: Duration,
 }
 
 impl Default for VerdictConfig {
@@ -64,9 +68,14 @@ impl Default for VerdictConfig {
             spin_cpu: 25.0,
             mode: Mode::Live,
             stuck: stuck::StuckThresholds::default(),
+            duplicate_quiet: DUPLICATE_QUIET,
         }
     }
 }
+
+/// The default [`VerdictConfig::duplicate_quiet`]: long past a host's start-up chatter, short
+/// enough that a reconnect's leftover shows while someone still looks.
+pub const DUPLICATE_QUIET: Duration = Duration::from_secs(30);
 
 /// A condition that holds now, not yet confirmed.
 #[derive(Debug, Clone)]
@@ -290,6 +299,7 @@ pub const RULES: &[(FindingKind, Rule)] = &[
     (FindingKind::LeakedDebuggee, chain::leaked_debuggee),
     (FindingKind::OrphanedServer, hosts::orphaned_server),
     (FindingKind::OrphanedStdio, hosts::orphaned_stdio),
+    (FindingKind::DuplicateServer, twins::duplicate_server),
     (FindingKind::Spinning, processes::spinning),
     (FindingKind::Zombie, processes::zombie),
     (FindingKind::Stopped, processes::stopped),

@@ -1,0 +1,132 @@
+//! Stdio servers a live host keeps but no longer uses: a reconnect after a config edit leaves
+//! the old server with its stdin still open; a long-running host starts a full set of servers
+//! per session and never closes the old ones. Nothing is orphaned — the host still holds every
+//! pipe — so the leak shows only over time: two children of one live host with the same
+//! command line, the older one silent (no byte read or written) while a newer twin started or
+//! talked. Twins that both talk, or that debugtop has not yet watched long enough, are nothing.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use super::{about, secs, Candidate, Ctx};
+use crate::model::{FindingKind, HostRef, KillPlan, Proc, Role, Severity};
+
+/// A stdio server of a live host that has read and written nothing for
+/// [`super::VerdictConfig::duplicate_quiet`] while a newer twin (same parent, same command
+/// line) started or talked: a warning, the older server and what it started in the plan.
+pub fn duplicate_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for twins in twin_groups(ctx).values() {
+        for (i, older) in twins.iter().enumerate() {
+            let Some(quiet) = silent_long_enough(ctx, older) else {
+                continue;
+            };
+            let Some(newer) = twins[i + 1..]
+                .iter()
+                .rev()
+                .find(|b| b.start_time > older.start_time && started_or_talked_since(b, quiet))
+            else {
+                continue;
+            };
+            out.push(Candidate {
+                hold_grace: true,
+                ..Candidate::new(finding(ctx, older, newer, quiet))
+            });
+        }
+    }
+    out
+}
+
+/// Live stdio servers of live hosts whose I/O debugtop watches, by parent and command line,
+/// each group oldest first; groups of one left out.
+fn twin_groups<'a>(ctx: &'a Ctx<'_>) -> BTreeMap<(u32, &'a [String]), Vec<&'a Proc>> {
+    let mut groups: BTreeMap<(u32, &[String]), Vec<&Proc>> = BTreeMap::new();
+    for p in ctx.procs().filter(|p| {
+        p.role == Role::Server
+            && p.state.is_alive()
+            && p.stdio_quiet_since.is_some()
+            && live_host(ctx, p).is_some()
+    }) {
+        groups.entry((p.ppid, &p.argv)).or_default().push(p);
+    }
+    groups.retain(|_, g| g.len() > 1);
+    for g in groups.values_mut() {
+        g.sort_by_key(|p| (p.start_time, p.pid));
+    }
+    groups
+}
+
+/// Its host, when that host is alive, the same process, and still its parent.
+fn live_host<'a>(ctx: &Ctx<'_>, p: &'a Proc) -> Option<&'a HostRef> {
+    p.host.as_ref().filter(|h| {
+        h.pid == p.ppid
+            && ctx
+                .world
+                .proc(h.pid)
+                .is_some_and(|q| q.start_ticks == h.start_ticks && q.state.is_alive())
+    })
+}
+
+/// Since when it has been silent, when that is at least the configured quiet.
+fn silent_long_enough(ctx: &Ctx<'_>, p: &Proc) -> Option<DateTime<Utc>> {
+    let quiet = p.stdio_quiet_since?;
+    let needed = chrono::Duration::from_std(ctx.config.duplicate_quiet).ok()?;
+    (ctx.now() - quiet >= needed).then_some(quiet)
+}
+
+/// The newer twin started after the older one fell silent, or talked since.
+fn started_or_talked_since(newer: &Proc, quiet: DateTime<Utc>) -> bool {
+    newer.start_time >= quiet || newer.stdio_quiet_since.is_some_and(|t| t > quiet)
+}
+
+fn finding(
+    ctx: &Ctx<'_>,
+    older: &Proc,
+    newer: &Proc,
+    quiet: DateTime<Utc>,
+) -> crate::model::Finding {
+    let mut f = about(
+        FindingKind::DuplicateServer,
+        Severity::Warning,
+        older,
+        ctx.now(),
+    );
+    f.server_pid = Some(older.pid);
+    let name: String = older.argv.join(" ").chars().take(100).collect();
+    let host = live_host(ctx, older).map_or_else(
+        || format!("pid {}", older.ppid),
+        |h| format!("{} host {} ({})", h.kind.title(), h.pid, h.label),
+    );
+    let newer_did = if newer.start_time >= quiet {
+        format!(
+            "started {} after it fell silent",
+            secs(newer.start_time - quiet)
+        )
+    } else {
+        "has talked since it fell silent".to_owned()
+    };
+    f.evidence = vec![
+        format!(
+            "stdio MCP server {} ({name}) has read and written nothing for {} (since {})",
+            older.pid,
+            secs(ctx.now() - quiet),
+            quiet.format("%H:%M:%S")
+        ),
+        format!(
+            "a newer twin with the same command line under the same host, pid {}, {newer_did}",
+            newer.pid
+        ),
+        format!("its {host} is alive and still holds its stdin, so it will not exit on its own"),
+    ];
+    f.suggested_action = format!(
+        "kill the older MCP server {} and what it started: its host talks to pid {} now",
+        older.pid, newer.pid
+    );
+    f.plan = Some(plan(ctx, older));
+    f
+}
+
+fn plan(ctx: &Ctx<'_>, p: &Proc) -> KillPlan {
+    ctx.plan(p, &[p.pid], false)
+}
