@@ -360,6 +360,7 @@ fn a_forged_plan_signals_nothing() {
         refused: Vec::new(),
         grace_ms: 50,
         method: debugtop_core::model::KillMethod::Signals,
+        container: None,
     };
     let id = t.state().plans.lock().expect("lock").hold(forged).id;
     let report = t

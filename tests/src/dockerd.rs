@@ -160,6 +160,11 @@ impl Dockerd {
         self.containers.push(name.to_owned());
     }
 
+    /// Also removes container `name` on drop (one a test's own client started).
+    pub fn owns(&mut self, name: &str) {
+        self.containers.push(name.to_owned());
+    }
+
     /// Start ticks of `pid` as the container sees it (`None` once it is gone).
     pub fn start_ticks_in(&self, name: &str, pid: u32) -> Option<u64> {
         let out = self.docker(&["exec", name, "cat", &format!("/proc/{pid}/stat")]);

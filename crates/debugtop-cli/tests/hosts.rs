@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use debugtop_e2e::dockerd::Dockerd;
 use debugtop_e2e::procs::{descendants, state_of};
 use debugtop_e2e::{fixture, wait_for, Owned, Spawned};
 use nix::sys::signal::Signal;
@@ -828,4 +829,186 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
     host.signal(Signal::SIGKILL);
     host.reap();
     owned.clear();
+}
+
+/// A host's stdio server run as `docker run -i --rm` (upstream's own transport for containers):
+/// `cmd` in the test image, the project's tests folder shared read-only.
+fn in_container(dockerd: &Dockerd, name: &str, cmd: &[&str]) -> Value {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let tests = tests.canonicalize().unwrap();
+    let mut argv = dockerd.command();
+    argv.extend(
+        [
+            "run",
+            "-i",
+            "--rm",
+            "--name",
+            name,
+            "--network",
+            "host",
+            "-v",
+            "/usr:/usr:ro",
+        ]
+        .map(String::from),
+    );
+    argv.extend(["-v".into(), format!("{0}:{0}:ro", tests.display())]);
+    argv.push(debugtop_e2e::dockerd::IMAGE.into());
+    argv.extend(
+        cmd.iter()
+            .map(|a| a.replace("$TESTS", &tests.display().to_string())),
+    );
+    json!({"cmd": argv})
+}
+
+#[test]
+fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through_docker() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut dockerd = Dockerd::start();
+    let tag = std::process::id();
+    let names = [
+        format!("dt-leak-{tag}"),
+        format!("dt-live-{tag}"),
+        format!("dt-eof-{tag}"),
+    ];
+    for n in &names {
+        dockerd.owns(n);
+    }
+    let eof = ["node", "$TESTS/fixtures/stdio/eof-ignorer.mjs"];
+    let memory = [
+        "node",
+        "$TESTS/node_modules/@modelcontextprotocol/server-memory/dist/index.js",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.json");
+    std::fs::write(
+        &config,
+        json!({"servers": [
+            in_container(&dockerd, &names[0], &eof),
+            in_container(&dockerd, &names[1], &eof),
+            in_container(&dockerd, &names[2], &memory),
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let (mut host, clients) = start_host(&config, &[]);
+    let mut owned: Vec<Owned> = clients.iter().map(|p| Owned::adopt(*p)).collect();
+    let main_of = |name: &str| -> Option<u32> {
+        let out = dockerd.docker(&["inspect", "--format", "{{.State.Pid}}", name]);
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .ok()
+            .filter(|p| *p != 0)
+    };
+    let (leak, live) = (
+        main_of(&names[0]).expect("the leaking container runs"),
+        main_of(&names[1]).expect("the other container runs"),
+    );
+    let (code, doc) = audit();
+    assert_eq!(code, 0, "every client alive: nothing: {doc:#}");
+    let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "500"]));
+    let stream = collect_lines(&mut watch);
+
+    // The clients of the first and third die (a host killing them on its way out); the
+    // second's stays.
+    for c in [clients[0], clients[2]] {
+        let o = owned.iter().find(|o| o.pid == c).expect("owned");
+        assert!(debugtop_e2e::procs::signal_if_same(
+            o.pid,
+            o.ticks,
+            Signal::SIGKILL
+        ));
+    }
+    wait_for(Duration::from_secs(30), || {
+        main_of(&names[2]).is_none().then_some(())
+    })
+    .expect("the memory server exits on the end of its input and its container goes");
+    let (code, doc) = audit();
+    assert_eq!(code, 1, "{doc:#}");
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(
+        findings.len(),
+        1,
+        "only the leaked container: {findings:#?}"
+    );
+    let f = &findings[0];
+    assert_eq!(f["kind"], "orphaned-container", "{f:#}");
+    assert_eq!(f["severity"], "critical");
+    assert_eq!(finding_pids(f), [leak]);
+    assert!(
+        !planned_pids(f).contains(&live),
+        "the container with a live client is not touched: {f:#}"
+    );
+    let e = f["evidence"].to_string();
+    assert!(e.contains("it is the main process of container"), "{e}");
+    assert!(f["plan"]["container"]["id"].is_string(), "{f:#}");
+
+    // The monitor running across it names the same container, with the same kind of plan.
+    let watched = wait_for(Duration::from_secs(30), || {
+        stream.lock().unwrap().iter().rev().take(3).find_map(|l| {
+            let u: Value = serde_json::from_str(l).ok()?;
+            u["snapshot"]["findings"]
+                .as_array()?
+                .iter()
+                .find(|f| f["kind"] == "orphaned-container")
+                .cloned()
+        })
+    })
+    .expect("watch never named the container");
+    assert_eq!(finding_pids(&watched), [leak]);
+    assert_eq!(watched["plan"]["container"], f["plan"]["container"]);
+    drop(watch);
+
+    // A forged id (a local user can name a cgroup after someone else's container): docker
+    // names another main process for it, and nothing is killed.
+    let live_id = dockerd.docker(&["inspect", "--format", "{{.Id}}", &names[1]]);
+    let forged = debugtop_core::model::ContainerStop {
+        id: String::from_utf8_lossy(&live_id.stdout).trim().to_owned(),
+        main_pid: leak,
+        main_start_ticks: debugtop_e2e::procs::start_ticks(leak).unwrap(),
+    };
+    let refused = debugtop_core::actions::container::kill_with(&forged, &dockerd.command());
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.contains(&format!("is pid {live}, not the planned pid {leak}"))),
+        "{refused:?}"
+    );
+    assert_eq!(
+        main_of(&names[1]),
+        Some(live),
+        "the other container still runs"
+    );
+
+    // Ended through docker: the container is gone (and removed: --rm), the other one runs.
+    let id = f["id"].as_str().unwrap();
+    let out = cli()
+        .args(["kill", id, "--yes", "--json"])
+        .env(
+            debugtop_core::targets::DOCKER_COMMAND_ENV,
+            dockerd.command().join(" "),
+        )
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{answer:#} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outcomes = answer["report"]["outcomes"].to_string();
+    assert!(outcomes.contains("container-killed"), "{answer:#}");
+    let listed = dockerd.docker(&["ps", "-a", "--format", "{{.Names}}"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(!listed.contains(&names[0]), "removed: {listed}");
+    assert!(listed.contains(&names[1]), "{listed}");
+    let (code, doc) = audit();
+    assert_eq!(code, 0, "{doc:#}");
+    host.signal(Signal::SIGKILL);
+    host.reap();
+    owned.clear();
+    drop(dockerd);
 }

@@ -41,6 +41,7 @@ fn main() {
         refused: Vec::new(),
         grace_ms: 0,
         method: KillMethod::Terminate,
+        container: None,
     };
     // The pid, as if another process had been created under it since the plan.
     let replaced = execute(&plan(created + 10_000_000), |_| {});

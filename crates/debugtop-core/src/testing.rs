@@ -669,6 +669,7 @@ fn sample_finding(p: &SampleProcs) -> Finding {
         refused: Vec::new(),
         grace_ms: 3000,
         method: crate::model::KillMethod::Signals,
+        container: None,
     };
     Finding {
         id: FindingId::of_proc(FindingKind::LeakedAdapter, p.adapter.id()),

@@ -106,14 +106,16 @@ pub fn plan_for<F: AsRef<Finding>>(
         KillRequest::Finding { id } => {
             let f = find(findings, id)?;
             let suggested = fixed_by_killing(f)?;
-            Ok(plan::plan(
+            let mut p = plan::plan(
                 live,
-                &f.pids,
+                &asked(f),
                 PlanOptions {
                     tree: true,
                     grace: grace(Some(suggested)),
                 },
-            ))
+            );
+            p.container = f.plan.as_ref().and_then(|p| p.container.clone());
+            Ok(p)
         }
         KillRequest::Findings { ids } => {
             let chosen = ids
@@ -125,6 +127,23 @@ pub fn plan_for<F: AsRef<Finding>>(
         KillRequest::Kind { kind, server } => {
             bulk(live, &of_kind(findings, *kind, *server)?, grace)
         }
+    }
+}
+
+/// The processes a finding's own plan asked for (a leaked chain's wrapper as well as its
+/// server), else the ones it is about; what they started follows.
+fn asked(f: &Finding) -> Vec<u32> {
+    let named: Vec<u32> = f
+        .plan
+        .iter()
+        .flat_map(|p| &p.targets)
+        .filter(|t| t.via == crate::model::Via::Target)
+        .map(|t| t.pid)
+        .collect();
+    if named.is_empty() {
+        f.pids.clone()
+    } else {
+        named
     }
 }
 
@@ -305,6 +324,7 @@ pub fn recheck(plan: &KillPlan, live: &LiveTable) -> KillPlan {
             .min(u64::try_from(MAX_GRACE.as_millis()).unwrap_or(u64::MAX)),
         // How processes end is this machine's, whatever the plan said.
         method: crate::model::KillMethod::native(),
+        container: None,
     };
     for t in &plan.targets {
         let why = if out
@@ -332,6 +352,10 @@ pub fn recheck(plan: &KillPlan, live: &LiveTable) -> KillPlan {
             None => out.targets.push(t.clone()),
         }
     }
+    out.container = plan
+        .container
+        .clone()
+        .filter(|c| super::container::still_holds(c, live, &out.targets));
     out
 }
 
@@ -415,12 +439,21 @@ impl<'a> Reporter<'a> {
     }
 }
 
-/// Executes a plan. Blocking (waits up to grace + 2 s); call from a blocking context.
+/// How long a container's processes may take to end after the engine killed it.
+#[cfg(target_os = "linux")]
+const CONTAINER_WAIT: Duration = Duration::from_secs(10);
+
+/// Executes a plan. Blocking (waits up to grace + 2 s, and for a container up to its engine's
+/// answer and [`CONTAINER_WAIT`]); call from a blocking context.
 #[cfg(target_os = "linux")]
 pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillReport {
     use crate::model::KillSignal;
     let mut r = Reporter::with_refusals(plan, &mut progress);
     let live = linux::open_all(plan, &mut r);
+    let live = match &plan.container {
+        Some(c) => through_engine(c, live, &mut r),
+        None => live,
+    };
     let pending = linux::signal_all(live, KillSignal::Term, &mut r, Outcome::AlreadyGone);
     let grace = Duration::from_millis(plan.grace_ms).min(MAX_GRACE);
     let still = linux::wait_exits(pending, grace, |t| r.done(t.pid, t.role, Outcome::Exited));
@@ -434,6 +467,29 @@ pub fn execute(plan: &KillPlan, mut progress: impl FnMut(Progress)) -> KillRepor
     }
     KillReport {
         outcomes: r.outcomes,
+    }
+}
+
+/// Ends a plan's container through its engine (see [`super::container`]) while the targets'
+/// identities are pinned by their pidfds; returns the targets still running (all of them when
+/// the engine would not, so the plan's signals do the work).
+#[cfg(target_os = "linux")]
+fn through_engine(
+    c: &crate::model::ContainerStop,
+    live: Vec<linux::Opened>,
+    r: &mut Reporter<'_>,
+) -> Vec<linux::Opened> {
+    if !live.iter().any(|t| t.pid == c.main_pid) {
+        return live;
+    }
+    match super::container::kill(c) {
+        Ok(()) => linux::wait_exits(live, CONTAINER_WAIT, |t| {
+            r.done(t.pid, t.role, Outcome::ContainerKilled);
+        }),
+        Err(why) => {
+            tracing::warn!(container = %c.id, %why, "not ended through docker; signalling");
+            live
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! import. The CLI and the app call these and nothing deeper, so they cannot decide differently.
 
 pub mod audit;
+pub mod container;
 pub mod export;
 pub mod fleet;
 pub mod kill;

@@ -45,6 +45,10 @@ pub enum FindingKind {
     /// A process whose stdio pipe has nobody at the other end and whose parent is gone, with
     /// nothing saying it is an MCP server: nothing can write to it again.
     OrphanedStdio,
+    /// A container whose main process is a stdio MCP server nobody can reach: the client that
+    /// ran it (`docker run -i`, `docker attach`) is gone and the runtime closed its stdin, and
+    /// it ignored the end of its input.
+    OrphanedContainer,
     /// A stdio MCP server its live host keeps but no longer uses: silent while a newer twin
     /// (same host, same command line) started or talked.
     DuplicateServer,
@@ -78,6 +82,7 @@ impl FindingKind {
             Self::LeakedDebuggee => ("leaked debuggee", "leaked debuggees"),
             Self::OrphanedServer => ("orphaned MCP server", "orphaned MCP servers"),
             Self::OrphanedStdio => ("orphaned stdio process", "orphaned stdio processes"),
+            Self::OrphanedContainer => ("orphaned MCP container", "orphaned MCP containers"),
             Self::DuplicateServer => ("duplicate MCP server", "duplicate MCP servers"),
             Self::Spinning => ("spinning process", "spinning processes"),
             Self::Zombie => ("zombie", "zombies"),
@@ -99,7 +104,10 @@ impl FindingKind {
     fn groups_by_server(self) -> bool {
         !matches!(
             self,
-            Self::OrphanedServer | Self::OrphanedStdio | Self::DuplicateServer
+            Self::OrphanedServer
+                | Self::OrphanedStdio
+                | Self::OrphanedContainer
+                | Self::DuplicateServer
         )
     }
 }

@@ -79,6 +79,32 @@ pub struct KillPlan {
     /// How the machine that executes it ends a process (absent in older documents: signals).
     #[serde(default = "KillMethod::signals")]
     pub method: KillMethod,
+    /// A container to end through its engine (`docker kill`) before anything is signalled:
+    /// the plan's targets are what runs in it, signalled only if they outlive it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<ContainerStop>,
+}
+
+/// A container a plan ends through its engine. Executed only when the engine names the same
+/// main process (pid and start) the plan does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct ContainerStop {
+    /// Its id as its cgroup names it (12 or more hex characters).
+    pub id: String,
+    /// Its main process as debugtop sees it (pid 1 inside).
+    pub main_pid: u32,
+    /// The main process's start ticks: its identity.
+    #[ts(type = "number")]
+    pub main_start_ticks: u64,
+}
+
+impl ContainerStop {
+    /// Whether `id` is a container id: hex only, 12 to 64 characters (never an option or a
+    /// name an engine would read otherwise).
+    pub fn valid_id(id: &str) -> bool {
+        (12..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
+    }
 }
 
 /// How a plan ends processes: by Unix signals, or — on Windows, which has no SIGTERM for
@@ -119,27 +145,34 @@ impl KillPlan {
     /// The plan in words, one line per step (for a preview).
     pub fn describe(&self) -> Vec<String> {
         let mut out: Vec<String> = self
-            .targets
+            .container
             .iter()
-            .map(|t| {
-                let how = match self.method {
-                    KillMethod::Signals => "SIGTERM",
-                    KillMethod::Terminate => "terminate",
-                };
-                // Windows has no process groups or sessions as Unix has them.
-                let group = match self.method {
-                    KillMethod::Signals => format!(", group {}, session {}", t.pgid, t.sid),
-                    KillMethod::Terminate => String::new(),
-                };
+            .map(|c| {
                 format!(
-                    "{how} {} (pid {}{group}, {}): {}",
-                    t.role,
-                    t.pid,
-                    t.via,
-                    super::printable::one_line(&t.argv.join(" "))
+                    "docker kill container {} (its main process is pid {}), once docker names \
+                     that very process; then what is left of it is signalled",
+                    c.id, c.main_pid
                 )
             })
             .collect();
+        out.extend(self.targets.iter().map(|t| {
+            let how = match self.method {
+                KillMethod::Signals => "SIGTERM",
+                KillMethod::Terminate => "terminate",
+            };
+            // Windows has no process groups or sessions as Unix has them.
+            let group = match self.method {
+                KillMethod::Signals => format!(", group {}, session {}", t.pgid, t.sid),
+                KillMethod::Terminate => String::new(),
+            };
+            format!(
+                "{how} {} (pid {}{group}, {}): {}",
+                t.role,
+                t.pid,
+                t.via,
+                super::printable::one_line(&t.argv.join(" "))
+            )
+        }));
         if !self.targets.is_empty() {
             out.push(match self.method {
                 KillMethod::Signals => format!(
@@ -171,6 +204,8 @@ pub enum Outcome {
     Killed,
     /// Ended by `TerminateProcess` (Windows).
     Terminated,
+    /// Ended with its container (`docker kill`).
+    ContainerKilled,
     /// Gone (or a zombie) before it was signalled.
     AlreadyGone,
     /// Not signalled.
@@ -190,7 +225,11 @@ impl Outcome {
     pub fn is_gone(&self) -> bool {
         matches!(
             self,
-            Self::Exited | Self::Killed | Self::Terminated | Self::AlreadyGone
+            Self::Exited
+                | Self::Killed
+                | Self::Terminated
+                | Self::ContainerKilled
+                | Self::AlreadyGone
         )
     }
 }
@@ -201,6 +240,7 @@ impl std::fmt::Display for Outcome {
             Self::Exited => f.write_str("exited"),
             Self::Killed => f.write_str("killed"),
             Self::Terminated => f.write_str("terminated"),
+            Self::ContainerKilled => f.write_str("container-killed"),
             Self::AlreadyGone => f.write_str("already-gone"),
             Self::Refused { why } => write!(f, "refused: {why}"),
             Self::Failed { why } => write!(f, "failed: {why}"),

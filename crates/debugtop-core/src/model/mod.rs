@@ -34,8 +34,8 @@ pub use finding::{group_findings, Finding, FindingGroup, FindingKind, Severity};
 pub use health::{Health, HealthError, HttpSessionDetail};
 pub use ids::{parse_pid, session_id, short, FindingId, ProcId};
 pub use kill::{
-    KillAnswer, KillMethod, KillPlan, KillReport, KillSignal, KillTarget, Outcome, PidOutcome,
-    Progress, Refusal, Via,
+    ContainerStop, KillAnswer, KillMethod, KillPlan, KillReport, KillSignal, KillTarget, Outcome,
+    PidOutcome, Progress, Refusal, Via,
 };
 pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
 pub use observation::{

@@ -366,6 +366,7 @@ impl<'a> Planner<'a> {
             refused: order.iter().filter_map(|p| refused.remove(p)).collect(),
             grace_ms: u64::try_from(opts.grace.min(MAX_GRACE).as_millis()).unwrap_or(u64::MAX),
             method: crate::model::KillMethod::default(),
+            container: None,
         }
     }
 }

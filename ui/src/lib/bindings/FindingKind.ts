@@ -3,4 +3,4 @@
 /**
  * The stable finding kinds (the CLI's JSON and the GUI use the same strings).
  */
-export type FindingKind = "leaked-worker" | "orphaned-worker" | "leaked-adapter" | "leaked-debuggee" | "orphaned-server" | "orphaned-stdio" | "duplicate-server" | "spinning" | "zombie" | "stopped" | "session-without-worker" | "stuck-session" | "server-unresponsive";
+export type FindingKind = "leaked-worker" | "orphaned-worker" | "leaked-adapter" | "leaked-debuggee" | "orphaned-server" | "orphaned-stdio" | "orphaned-container" | "duplicate-server" | "spinning" | "zombie" | "stopped" | "session-without-worker" | "stuck-session" | "server-unresponsive";

@@ -3,7 +3,7 @@
 /**
  * What happened to one process.
  */
-export type Outcome = { "outcome": "exited" } | { "outcome": "killed" } | { "outcome": "terminated" } | { "outcome": "already-gone" } | { "outcome": "refused", 
+export type Outcome = { "outcome": "exited" } | { "outcome": "killed" } | { "outcome": "terminated" } | { "outcome": "container-killed" } | { "outcome": "already-gone" } | { "outcome": "refused", 
 /**
  * Why.
  */

@@ -3,7 +3,8 @@
 
 use super::{about, Candidate, Ctx};
 use crate::model::{
-    wrapper_name as wrapper, FdKind, FindingKind, KillPlan, McpEvidence, Proc, Role, Severity,
+    wrapper_name as wrapper, ContainerStop, FdKind, FindingKind, KillPlan, McpEvidence, Proc, Role,
+    Severity,
 };
 
 /// A live stdio MCP server nobody can write to any more: no process holds the writing end of
@@ -11,7 +12,10 @@ use crate::model::{
 /// stdin EOF within seconds; the grace leaves them that time.
 pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
-    for p in ctx.procs().filter(|p| is_orphaned_server(ctx, p)) {
+    for p in ctx
+        .procs()
+        .filter(|p| is_orphaned_server(ctx, p) && container_of(p).is_none())
+    {
         let Some(channel) = p.channel else {
             continue;
         };
@@ -48,6 +52,59 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
         });
     }
     out
+}
+
+/// A container whose main process is a stdio MCP server nobody can reach: the `docker run -i`
+/// (or `docker attach`) client that wrote to it is gone — the runtime closed the container's
+/// stdin when it left — and the server ignored the end of its input (upstream's own leak: 98
+/// containers on one machine). Its plan ends the container through docker, once docker names
+/// the same main process.
+pub fn orphaned_container(ctx: &Ctx<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for p in ctx.procs().filter(|p| is_orphaned_server(ctx, p)) {
+        let (Some(id), Some(channel)) = (container_of(p), p.channel) else {
+            continue;
+        };
+        let mut f = about(
+            FindingKind::OrphanedContainer,
+            Severity::Critical,
+            p,
+            ctx.now(),
+        );
+        f.server_pid = Some(p.pid);
+        f.evidence = vec![
+            unreachable_line(p, channel),
+            format!(
+                "it is the main process of container {id} (pid 1 there); the client that ran \
+                 it (`docker run -i`, `docker attach`) is gone: the runtime closed the \
+                 container's stdin when it left, and the server ignored the end of its input"
+            ),
+            mcp_line(p, ctx.world.server(p.pid).is_some()),
+        ];
+        f.evidence.extend(children_line(ctx, p));
+        f.suggested_action = format!("docker kill {id}: nothing can reach the MCP server it runs");
+        f.plan = Some(chain_plan(
+            ctx,
+            &Chain {
+                root: p,
+                server: Some(p),
+            },
+        ));
+        out.push(Candidate {
+            hold_grace: true,
+            ..Candidate::new(f)
+        });
+    }
+    out
+}
+
+/// The container whose main process (pid 1 of its pid namespace) `p` is, by the id its cgroup
+/// names.
+fn container_of(p: &Proc) -> Option<&str> {
+    p.ns.as_ref()
+        .filter(|ns| ns.pid == 1)
+        .and_then(|ns| ns.container.as_deref())
+        .filter(|id| ContainerStop::valid_id(id))
 }
 
 /// A stdio MCP server (or mcp-debugger in stdio mode) nobody can reach any more: nobody holds
@@ -111,7 +168,14 @@ pub fn chain_plan(ctx: &Ctx<'_>, chain: &Chain<'_>) -> KillPlan {
     let short = spins(chain.root) || chain.server.is_some_and(spins);
     let mut pids = vec![chain.root.pid];
     pids.extend(chain.server.map(|s| s.pid).filter(|s| *s != chain.root.pid));
-    ctx.plan(chain.root, &pids, short)
+    let mut plan = ctx.plan(chain.root, &pids, short);
+    // A container's main process: ended through docker first.
+    plan.container = container_of(chain.root).map(|id| ContainerStop {
+        id: id.to_owned(),
+        main_pid: chain.root.pid,
+        main_start_ticks: chain.root.start_ticks,
+    });
+    plan
 }
 
 /// A process nobody can reach over its stdio (no process holds the other end of its stdin, or

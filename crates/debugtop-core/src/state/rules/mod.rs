@@ -299,6 +299,7 @@ pub const RULES: &[(FindingKind, Rule)] = &[
     (FindingKind::LeakedDebuggee, chain::leaked_debuggee),
     (FindingKind::OrphanedServer, hosts::orphaned_server),
     (FindingKind::OrphanedStdio, hosts::orphaned_stdio),
+    (FindingKind::OrphanedContainer, hosts::orphaned_container),
     (FindingKind::DuplicateServer, twins::duplicate_server),
     (FindingKind::Spinning, processes::spinning),
     (FindingKind::Zombie, processes::zombie),

@@ -1060,6 +1060,57 @@ fn near_misses_of_a_duplicate_server() {
     assert!(!kinds(&f).contains(&FindingKind::DuplicateServer), "{f:#?}");
 }
 
+/// A stdio MCP server as the main process of container `e84ebd27c0a2` (pid `inner` there),
+/// its shim (pid 650) its parent; `holders` hold the writing end of its stdin.
+fn container_server(inner: u32, holders: &'static [u32]) -> impl Fn(i64) -> Observation {
+    move |t| {
+        Obs::at(t)
+            .proc(
+                stdio_server(600)
+                    .ppid(650)
+                    .holders(holders)
+                    .in_container(9, inner, Some("e84ebd27c0a2"))
+                    .build(),
+            )
+            .proc(P::new(601, Role::Other).ppid(600).server(Some(600)).build())
+            .build()
+    }
+}
+
+#[test]
+fn a_containers_stdio_server_nobody_can_write_to_is_an_orphaned_container_ended_through_docker() {
+    let f = held(container_server(1, &[]));
+    assert_eq!(kinds(&f), [FindingKind::OrphanedContainer], "{f:#?}");
+    assert_eq!(f[0].severity, Severity::Critical);
+    let plan = f[0].plan.as_ref().expect("a plan");
+    assert_eq!(
+        plan.container,
+        Some(crate::model::ContainerStop {
+            id: "e84ebd27c0a2".into(),
+            main_pid: 600,
+            main_start_ticks: 6000,
+        })
+    );
+    assert_eq!(
+        planned(&f[0]),
+        [601, 600],
+        "what runs in it, if it outlives docker kill"
+    );
+    assert!(f[0]
+        .suggested_action
+        .starts_with("docker kill e84ebd27c0a2"));
+    assert!(f[0]
+        .evidence
+        .iter()
+        .any(|e| e.contains("main process of container e84ebd27c0a2")));
+    // Near misses: a live client (the shim holds the writing end); a server that is not the
+    // container's main process is an orphaned server, planned by signals.
+    assert!(held(container_server(1, &[650])).is_empty());
+    let f = held(container_server(7, &[]));
+    assert_eq!(kinds(&f), [FindingKind::OrphanedServer], "{f:#?}");
+    assert_eq!(f[0].plan.as_ref().and_then(|p| p.container.clone()), None);
+}
+
 #[test]
 fn a_stopped_stdio_server_is_a_warning_not_critical() {
     let f = held(|t| {
