@@ -46,6 +46,36 @@ pub fn health_at(port: u16) -> std::io::Result<Value> {
     serde_json::from_str(json).map_err(std::io::Error::other)
 }
 
+/// The TCP ports `pid` listens on: `/proc/net/tcp{,6}` rows in state LISTEN whose socket is
+/// one of its fds.
+pub fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+        })
+        .collect();
+    let mut ports = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for row in text.lines().skip(1) {
+            let f: Vec<&str> = row.split_whitespace().collect();
+            if f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]) {
+                let port = f[1]
+                    .rsplit(':')
+                    .next()
+                    .and_then(|h| u16::from_str_radix(h, 16).ok());
+                ports.extend(port);
+            }
+        }
+    }
+    ports
+}
+
 /// A running mcp-debugger in HTTP mode, owned by the test.
 #[derive(Debug)]
 pub struct Server {
@@ -62,10 +92,26 @@ pub struct Server {
 impl Server {
     /// Starts the server with `MCP_HTTP_STALE_SESSION_MS=stale_ms` and waits for `/health`.
     pub fn start(stale_ms: u64) -> Self {
+        Self::start_on(stale_ms, free_port())
+    }
+
+    /// Starts the server with `-p 0` (the system picks the port; 0.25 prints it only on
+    /// stderr) and finds the port it listens on from its own sockets.
+    pub fn start_on_any_port(stale_ms: u64) -> Self {
+        let mut server = Self::start_on(stale_ms, 0);
+        server.port = wait_for(Duration::from_secs(30), || {
+            listening_ports(server.proc.pid).into_iter().next()
+        })
+        .expect("the server never listened");
+        wait_for(Duration::from_secs(30), || server.health().ok())
+            .expect("server never answered /health");
+        server
+    }
+
+    fn start_on(stale_ms: u64, port: u16) -> Self {
         let pkg = package_dir();
         let dir = tempfile::tempdir().expect("tempdir");
         let log_file = dir.path().join("server.log");
-        let port = free_port();
         let mut cmd = Command::new("node");
         cmd.arg(pkg.join("dist/cli.mjs"))
             .args(["http", "-p", &port.to_string(), "--log-file"])
@@ -82,8 +128,10 @@ impl Server {
             log_file,
             dir,
         };
-        wait_for(Duration::from_secs(30), || server.health().ok())
-            .expect("server never answered /health");
+        if port != 0 {
+            wait_for(Duration::from_secs(30), || server.health().ok())
+                .expect("server never answered /health");
+        }
         server
     }
 

@@ -12,6 +12,48 @@ fn cli() -> Command {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_started_on_port_0_is_asked_on_the_port_it_really_listens_on() {
+    // `-p 0`: argv names no port (0.25 prints the one it got only on stderr); the server's own
+    // listening socket tells.
+    let server = Server::start_on_any_port(60_000);
+    assert_ne!(server.port, 0);
+    let client = Client::connect(&server.url()).await;
+    let session = client.create_session("mock", "port-0").await;
+    let out = tokio::task::spawn_blocking(|| cli().arg("snapshot").output().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let health = snap["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "health" && s["server_pid"] == server.pid())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(health["state"], "ok", "{health:#}");
+    assert!(
+        health["detail"]
+            .to_string()
+            .contains(&format!("http://127.0.0.1:{}/health", server.port)),
+        "{health:#}"
+    );
+    assert!(
+        snap["debug_sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["id"] == session.as_str()),
+        "{:#}",
+        snap["debug_sessions"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshot_and_watch_show_a_real_server_and_its_session() {
     let server = Server::start(60_000);
     let client = Client::connect(&server.url()).await;

@@ -237,6 +237,21 @@ mod tests {
     }
 
     #[test]
+    fn a_listening_field_of_any_shape_is_no_error() {
+        // 0.25 adds `listening` (its shape is not recorded here: both plausible ones).
+        for listening in [
+            r#""http://127.0.0.1:40123/mcp""#,
+            r#"{"host":"127.0.0.1","port":40123}"#,
+        ] {
+            let body = format!(
+                r#"{{"status":"ok","mode":"http","listening":{listening},"connections":0,"sessions":[]}}"#
+            );
+            let h = parse("u", body.as_bytes()).unwrap();
+            assert_eq!((h.status.as_str(), h.sessions.len()), ("ok", 0));
+        }
+    }
+
+    #[test]
     fn bad_bodies_are_worded() {
         assert!(matches!(
             parse("u", b"<html>"),
