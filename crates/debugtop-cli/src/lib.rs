@@ -151,6 +151,10 @@ pub struct AuditArgs {
     /// running session's debuggee stopped by a signal, is a stuck session.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub stuck_after: f64,
+    /// Keep looking this many seconds before answering (on this machine): what shows only over
+    /// time is judged too — a duplicate-server needs one twin silent for 30 s, then the grace
+    #[arg(long, default_value_t = 0.0, value_name = "SECS")]
+    pub watch_for: f64,
 }
 
 impl Default for AuditArgs {
@@ -159,6 +163,7 @@ impl Default for AuditArgs {
             servers: Vec::new(),
             grace: 6.0,
             stuck_after: 10.0,
+            watch_for: 0.0,
         }
     }
 }
@@ -183,7 +188,9 @@ impl From<Format> for ExportFormat {
 
 /// The audit's configuration from the flags.
 pub fn audit_config(args: &AuditArgs) -> AuditConfig {
-    AuditConfig::new(args.grace, args.servers.clone()).stuck_after(args.stuck_after)
+    AuditConfig::new(args.grace, args.servers.clone())
+        .stuck_after(args.stuck_after)
+        .watch_for(args.watch_for)
 }
 
 /// What `kill`'s arguments ask for: a pid (with `--tree`), one or several finding ids, or

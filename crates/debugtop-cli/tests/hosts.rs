@@ -754,6 +754,15 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
     let (new_memory, new_time) = (twins[0], twins[1]);
     owned.extend(twins.iter().map(|p| Owned::adopt(*p)));
     let ours = [memory, time, servers[2], new_memory, new_time];
+    // An audit started after the reconnect, told to keep watching.
+    let watched_audit = std::thread::spawn(|| {
+        let out = cli()
+            .args(["audit", "--json", "--watch-for", "40"])
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), doc)
+    });
 
     // 30 s of silence, the grace, a tick or two.
     let found = wait_for(Duration::from_secs(90), || {
@@ -791,6 +800,19 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
             );
         }
     }
+    // The watched audit names the same one, and nothing else of ours.
+    let (code, doc) = watched_audit.join().unwrap();
+    assert_eq!(code, Some(1), "{doc:#}");
+    let audited: Vec<&Value> = doc["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| finding_pids(f).iter().any(|p| ours.contains(p)))
+        .collect();
+    assert_eq!(audited.len(), 1, "{audited:#?}");
+    assert_eq!(audited[0]["kind"], "duplicate-server");
+    assert_eq!(finding_pids(audited[0]), [memory]);
+
     // The monitor's plan, executed as shown (only the identities it named).
     let only: Vec<String> = dup["plan"]["targets"]
         .as_array()

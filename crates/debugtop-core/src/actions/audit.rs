@@ -1,6 +1,7 @@
 //! The liveness audit: three observations 250 ms apart (CPU needs two samples; a finding must
-//! hold in two consecutive evaluations), every rule in audit mode. The one recipe of the CLI's
-//! `audit` and the app's audit pane.
+//! hold in two consecutive evaluations), every rule in audit mode — or, told to keep watching,
+//! one a second for that long (what shows only over time: a server's silence). The one recipe
+//! of the CLI's `audit` and the app's audit pane.
 
 use std::time::Duration;
 
@@ -15,6 +16,8 @@ use crate::state::{State, StateConfig};
 const SAMPLES: usize = 3;
 /// Time between them.
 const SPACING: Duration = Duration::from_millis(250);
+/// Time between the samples of an audit told to keep watching.
+const WATCH_SPACING: Duration = Duration::from_secs(1);
 
 /// What an audit is told, from a front end's flags or settings.
 #[derive(Debug, Clone)]
@@ -30,6 +33,8 @@ pub struct AuditConfig {
     pub home: Option<String>,
     /// When a session counts as stuck.
     pub stuck: StuckThresholds,
+    /// How long to keep looking before answering (0: the few samples an audit takes).
+    pub watch_for: Duration,
 }
 
 impl AuditConfig {
@@ -45,7 +50,18 @@ impl AuditConfig {
             redact: true,
             home: crate::redact::home_dir(),
             stuck: StuckThresholds::default(),
+            watch_for: Duration::ZERO,
         }
+    }
+
+    /// Keep looking `secs` before answering (as users give it: negative or not a number is
+    /// none; at most an hour), so that what shows only over time is judged.
+    pub fn watch_for(mut self, secs: f64) -> Self {
+        self.watch_for = (secs.is_finite() && secs > 0.0)
+            .then(|| Duration::try_from_secs_f64(secs.min(3600.0)).ok())
+            .flatten()
+            .unwrap_or(Duration::ZERO);
+        self
     }
 
     /// A session starting, or waiting on a DAP request, longer than `secs` is stuck (as
@@ -91,16 +107,26 @@ pub struct AuditRun {
 
 /// Runs the audit over `sources`: three samples, then more while a condition is waiting for
 /// its grace (a finding that must hold that long even in an audit), at most the grace and a
-/// second.
+/// second — and, with [`AuditConfig::watch_for`], one a second until that has passed.
 pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<AuditRun> {
     let mut state = State::new(config.state());
     let mut last = None;
     let started = std::time::Instant::now();
-    let limit = config.grace + Duration::from_secs(1);
+    // A condition seen late in a watched audit still gets its grace.
+    let limit = config.watch_for + config.grace + Duration::from_secs(1);
     let mut i = 0;
-    while i < SAMPLES || (state.pending() > 0 && started.elapsed() < limit) {
+    while i < SAMPLES
+        || (state.pending() > 0 && started.elapsed() < limit)
+        || started.elapsed() < config.watch_for
+    {
         if i > 0 {
-            tokio::time::sleep(SPACING).await;
+            // Past the first samples, a watched audit looks once a second, as `watch` does.
+            let spacing = if i >= SAMPLES && state.pending() == 0 {
+                WATCH_SPACING
+            } else {
+                SPACING
+            };
+            tokio::time::sleep(spacing).await;
         }
         last = Some(state.step(sources.observe().await?));
         i += 1;
@@ -114,4 +140,19 @@ pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<A
         findings: update.snapshot.findings,
         live: state.live().clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_for_is_taken_as_users_give_it() {
+        let w = |secs: f64| AuditConfig::new(6.0, Vec::new()).watch_for(secs).watch_for;
+        assert_eq!(w(40.0), Duration::from_secs(40));
+        assert_eq!(w(0.0), Duration::ZERO);
+        assert_eq!(w(-3.0), Duration::ZERO);
+        assert_eq!(w(f64::NAN), Duration::ZERO);
+        assert_eq!(w(1e9), Duration::from_secs(3600));
+    }
 }

@@ -174,7 +174,7 @@ fn find<'a, F: AsRef<Finding>>(findings: &'a [F], id: &FindingId) -> Result<&'a 
         let known: Vec<String> = findings.iter().map(|f| f.as_ref().id.to_string()).collect();
         let why = if id.kind.needs_watching() {
             format!(
-                "a {} is found only by a monitor that has watched for a while (watch or the app), \
+                "a {} is found only by a monitor that has watched for a while (watch, the app, audit --watch-for), \
                  not by this one-shot look: kill the process it names by pid, with --tree",
                 id.kind.nouns().0
             )
