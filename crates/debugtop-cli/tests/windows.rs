@@ -573,3 +573,73 @@ fn force_on_windows_takes_a_process_outside_every_tree_after_checking_it() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains(&format!("other {pid}: terminated")), "{out}");
 }
+
+#[test]
+fn a_reconnecting_hosts_twins_under_wine_are_not_judged_and_the_table_says_why() {
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let node = win(&debugtop_e2e::wine::windows_node());
+    let memory = win(&tests.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js"));
+    let store = win(&wine.dir.path().join("memory.json"));
+    // The host reconnects the memory server (keeping the old one) and talks only to the new.
+    let config = json!({
+        "servers": [{"cmd": [node, memory], "env": {"MEMORY_FILE_PATH": store}}],
+        "then": {"afterMs": 3000, "restart": [0], "pingMs": 2000},
+    });
+    let path = wine.dir.path().join("host.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = wine.dir.path().join("host.out");
+    let mut host = wine.node(
+        &[win(Path::new(&fixture("stdio/host.mjs"))), win(&path)],
+        &out,
+    );
+    let said = |prefix: &str| {
+        let text = std::fs::read_to_string(&out).ok()?;
+        let line = text.lines().find(|l| l.starts_with(prefix))?;
+        Some(
+            line[prefix.len()..]
+                .split(' ')
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>(),
+        )
+    };
+    let old = wait_for(Duration::from_secs(90), || said("ready ")).unwrap_or_else(|| {
+        panic!(
+            "no ready: {}",
+            std::fs::read_to_string(&out).unwrap_or_default()
+        )
+    })[0];
+    let new = wait_for(Duration::from_secs(60), || said("twins ")).unwrap_or_else(|| {
+        panic!(
+            "no twin: {}",
+            std::fs::read_to_string(&out).unwrap_or_default()
+        )
+    })[0];
+    // Wine keeps no I/O counters (GetProcessIoCounters answers zeros): silence cannot be
+    // told from talk, so no twin is judged — and the process table says so.
+    let (code, stdout, err) = wine.cli(&["audit", "--json", "--watch-for", "35"]);
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{err}"));
+    assert_eq!(code, 0, "{doc:#}");
+    let snap = wine.snapshot();
+    for pid in [old, new] {
+        let p = proc_of(&snap, pid).unwrap_or_else(|| panic!("{pid}: {snap:#}"));
+        assert_eq!(p["role"], "server", "{p:#}");
+        assert!(p.get("stdio_quiet_since").is_none(), "{p:#}");
+    }
+    let table = snap["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "process-table")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        table["detail"]
+            .to_string()
+            .contains("the I/O of 2 stdio server(s) of live hosts cannot be read here"),
+        "{table:#}"
+    );
+    host.signal(Signal::SIGKILL);
+    host.reap();
+}

@@ -789,10 +789,10 @@ pub(crate) fn finish(
         if s.parent_writes_stdin && p.role == Role::Server {
             // No byte ever moved: the counters are not kept here (a server that answered its
             // host has read something), so silence cannot be told from them.
-            p.stdio_quiet_since = fds
-                .io_bytes(s.pid)
-                .filter(|bytes| *bytes > 0)
-                .and_then(|bytes| cache.note_io(s.pid, s.start_ticks, bytes, now));
+            let bytes = fds.io_bytes(s.pid).filter(|bytes| *bytes > 0);
+            stats.io_unmeasured += u32::from(bytes.is_none());
+            p.stdio_quiet_since =
+                bytes.and_then(|bytes| cache.note_io(s.pid, s.start_ticks, bytes, now));
         }
         procs.push(p);
     }

@@ -698,6 +698,11 @@ pub struct ScanStats {
     /// spinning is not judged.
     #[serde(default)]
     pub cpu_unmeasured: bool,
+    /// Stdio servers of live hosts whose I/O counters cannot be read here (another user's
+    /// process; Windows under Wine, which keeps none): whether they still talk is not known,
+    /// so they are never judged duplicates.
+    #[serde(default)]
+    pub io_unmeasured: u32,
     /// The system has no per-process scheduler state (Windows: no zombies, no stopped
     /// processes): `zombie` and `stopped` cannot be told.
     #[serde(default)]

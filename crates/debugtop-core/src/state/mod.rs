@@ -212,41 +212,43 @@ impl State {
 }
 
 fn process_table_status(stats: &ScanStats) -> SourceStatus {
-    SourceStatus::new(
-        SourceKind::ProcessTable,
-        None,
-        if stats.denied > 0 {
-            SourceState::Degraded
-        } else {
-            SourceState::Ok
-        },
-        format!(
-            "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users){}{}{}",
-            stats.processes,
-            stats.duration_us / 1000,
-            stats.vanished,
-            stats.denied,
-            if stats.wine > 0 {
-                format!(
-                    "; {} run by Wine, not judged here (they name Windows pids): see them with \
-                     the Windows debugtop-cli under Wine",
-                    stats.wine
-                )
-            } else {
-                String::new()
-            },
-            if stats.cpu_unmeasured {
-                "; other processes' CPU cannot be measured here (under Wine every process \
-                 shows the same figure), so spinning is not judged"
-            } else {
-                ""
-            },
-            if stats.no_states {
-                "; this system has no zombie or stopped state to read, so zombie and stopped \
-                 are not judged"
-            } else {
-                ""
-            }
-        ),
-    )
+    let state = if stats.denied > 0 {
+        SourceState::Degraded
+    } else {
+        SourceState::Ok
+    };
+    let mut detail = format!(
+        "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users)",
+        stats.processes,
+        stats.duration_us / 1000,
+        stats.vanished,
+        stats.denied,
+    );
+    if stats.wine > 0 {
+        detail.push_str(&format!(
+            "; {} run by Wine, not judged here (they name Windows pids): see them with the \
+             Windows debugtop-cli under Wine",
+            stats.wine
+        ));
+    }
+    if stats.cpu_unmeasured {
+        detail.push_str(
+            "; other processes' CPU cannot be measured here (under Wine every process shows the \
+             same figure), so spinning is not judged",
+        );
+    }
+    if stats.io_unmeasured > 0 {
+        detail.push_str(&format!(
+            "; the I/O of {} stdio server(s) of live hosts cannot be read here, so whether they \
+             still talk (duplicate servers) is not judged",
+            stats.io_unmeasured
+        ));
+    }
+    if stats.no_states {
+        detail.push_str(
+            "; this system has no zombie or stopped state to read, so zombie and stopped are \
+             not judged",
+        );
+    }
+    SourceStatus::new(SourceKind::ProcessTable, None, state, detail)
 }

@@ -40,6 +40,12 @@ wine: number,
  */
 cpu_unmeasured: boolean, 
 /**
+ * Stdio servers of live hosts whose I/O counters cannot be read here (another user's
+ * process; Windows under Wine, which keeps none): whether they still talk is not known,
+ * so they are never judged duplicates.
+ */
+io_unmeasured: number, 
+/**
  * The system has no per-process scheduler state (Windows: no zombies, no stopped
  * processes): `zombie` and `stopped` cannot be told.
  */
