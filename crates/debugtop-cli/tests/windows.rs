@@ -616,7 +616,7 @@ fn a_reconnecting_hosts_twins_under_wine_are_not_judged_and_the_table_says_why()
             std::fs::read_to_string(&out).unwrap_or_default()
         )
     })[0];
-    // Wine keeps no I/O counters (GetProcessIoCounters answers zeros): silence cannot be
+    // Wine keeps no I/O counters (GetProcessIoCounters gives nothing usable): silence cannot be
     // told from talk, so no twin is judged — and the process table says so.
     let (code, stdout, err) = wine.cli(&["audit", "--json", "--watch-for", "35"]);
     let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{err}"));
