@@ -2,9 +2,18 @@
 //! Every `crate::<module>` a source file names must sit in a strictly lower layer than the
 //! file's own module (or be the module itself). Siblings in one layer do not import each other
 //! (`state` is pure: it never reaches `sources` or `collect`).
+//!
+//! Files are parsed (`syn`), not searched: every production item is read — an item marked
+//! `#[cfg(test)]` is skipped wherever it is, not the rest of the file after it — and every way
+//! of naming a module counts: paths in code and types, `use crate::x`, grouped
+//! `use crate::{x, y::z}`, and paths inside macro invocations (`format!`, `matches!`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+
+use quote::ToTokens;
+use syn::visit::{self, Visit};
 
 /// Layer of each top-level module.
 fn layer(module: &str) -> Option<u8> {
@@ -32,6 +41,133 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Whether attributes make an item test-only (`#[cfg(test)]`, `#[cfg(all(test, …))]`).
+fn test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.meta.require_list().is_ok_and(|l| {
+                let t = l.tokens.to_string();
+                t == "test" || t.starts_with("all (test") || t.starts_with("all(test")
+            })
+    })
+}
+
+/// The top-level modules a file's production code names through `crate::`.
+#[derive(Default)]
+struct Named(BTreeSet<String>);
+
+impl Named {
+    fn from_tokens(&mut self, tokens: &str) {
+        let mut rest = tokens;
+        while let Some(i) = rest.find("crate ::") {
+            rest = &rest[i + "crate ::".len()..];
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                self.0.insert(name);
+            }
+        }
+    }
+
+    fn use_tree(&mut self, t: &syn::UseTree, under_crate: bool) {
+        match t {
+            syn::UseTree::Path(p) if !under_crate => self.use_tree(&p.tree, p.ident == "crate"),
+            syn::UseTree::Path(p) => {
+                self.0.insert(p.ident.to_string());
+            }
+            syn::UseTree::Name(n) if under_crate => {
+                self.0.insert(n.ident.to_string());
+            }
+            syn::UseTree::Rename(r) if under_crate => {
+                self.0.insert(r.ident.to_string());
+            }
+            syn::UseTree::Group(g) => {
+                for item in &g.items {
+                    self.use_tree(item, under_crate);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Named {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let attrs = match i {
+            syn::Item::Fn(x) => &x.attrs,
+            syn::Item::Mod(x) => &x.attrs,
+            syn::Item::Use(x) => &x.attrs,
+            syn::Item::Impl(x) => &x.attrs,
+            syn::Item::Struct(x) => &x.attrs,
+            syn::Item::Enum(x) => &x.attrs,
+            syn::Item::Const(x) => &x.attrs,
+            syn::Item::Static(x) => &x.attrs,
+            syn::Item::Trait(x) => &x.attrs,
+            syn::Item::Type(x) => &x.attrs,
+            syn::Item::Macro(x) => &x.attrs,
+            _ => return visit::visit_item(self, i),
+        };
+        if !test_only(attrs) {
+            visit::visit_item(self, i);
+        }
+    }
+
+    fn visit_impl_item(&mut self, i: &'ast syn::ImplItem) {
+        let attrs = match i {
+            syn::ImplItem::Fn(x) => &x.attrs,
+            syn::ImplItem::Const(x) => &x.attrs,
+            syn::ImplItem::Type(x) => &x.attrs,
+            _ => return visit::visit_impl_item(self, i),
+        };
+        if !test_only(attrs) {
+            visit::visit_impl_item(self, i);
+        }
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&u.tree, false);
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        if p.segments.len() > 1 && p.segments[0].ident == "crate" {
+            self.0.insert(p.segments[1].ident.to_string());
+        }
+        visit::visit_path(self, p);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.from_tokens(&m.tokens.to_token_stream().to_string());
+        visit::visit_macro(self, m);
+    }
+}
+
+/// The modules `text` (one file) names through `crate::` outside its test-only items.
+fn named(text: &str) -> BTreeSet<String> {
+    let file = syn::parse_file(text).unwrap_or_else(|e| panic!("does not parse: {e}"));
+    let mut n = Named::default();
+    n.visit_file(&file);
+    n.0
+}
+
+#[test]
+fn every_production_line_and_every_form_of_import_is_read() {
+    let text = r#"
+        use crate::model::Proc;
+        use crate::{state::State, sources};
+        #[cfg(test)]
+        mod tests { use crate::testing::at; }
+        fn f() -> String { format!("{:?}", crate::actions::audit::SAMPLES) }
+        #[cfg(test)]
+        fn only_in_tests() { crate::sampler::x(); }
+        fn after_the_tests() { crate::targets::Engines::from_env(); }
+    "#;
+    let got: Vec<String> = named(text).into_iter().collect();
+    assert_eq!(got, ["actions", "model", "sources", "state", "targets"]);
+}
+
 #[test]
 fn lower_layers_never_import_higher_ones() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -54,13 +190,7 @@ fn lower_layers_never_import_higher_ones() {
         }
         let own_layer = layer(&own).unwrap_or_else(|| panic!("{own} has no layer: add it"));
         let text = std::fs::read_to_string(f).unwrap();
-        // Only production code: the unit tests of a module may use the test support.
-        let text = text.split("#[cfg(test)]").next().unwrap_or("");
-        for (i, _) in text.match_indices("crate::") {
-            let name: String = text[i + 7..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
+        for name in named(&text) {
             let Some(l) = layer(&name) else { continue };
             if name != own && l >= own_layer {
                 wrong.push(format!(
@@ -71,7 +201,6 @@ fn lower_layers_never_import_higher_ones() {
         }
     }
     wrong.sort();
-    wrong.dedup();
     assert!(
         wrong.is_empty(),
         "imports against the layering:\n{}",
