@@ -25,18 +25,24 @@ use debugtop_core::sources::Sources;
 mod fleet;
 
 fn main() -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let cli = Cli::parse();
+    // A one-shot command runs on one thread (no worker threads to start for a few
+    // milliseconds of work; blocking reads still go to the blocking pool); `watch` keeps two.
+    let mut builder = if matches!(cli.command, Command::Watch { .. }) {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("debugtop-cli: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(run(Cli::parse())) {
+    match rt.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("debugtop-cli: {}", for_terminal(&format!("{e:#}")));
@@ -187,15 +193,13 @@ async fn take_snapshot(
 ) -> anyhow::Result<debugtop_core::model::Snapshot> {
     let mut config = Config::default();
     config.sources.extra_servers = servers;
+    // One look, no waiting: CPU over each process's life (as `ps` gives it), and what holds now
+    // but has not held for its grace named as not yet confirmed.
+    config.sources.one_read_cpu = true;
+    config.state.publish_unconfirmed = true;
     config.state.redact = !no_redact;
     let home = config.state.home.clone();
     let mut engine = Engine::new(config).context("cannot start the collector")?;
-    // Two ticks so CPU percentages are real.
-    engine
-        .tick()
-        .await
-        .context("cannot read the process table")?;
-    tokio::time::sleep(Duration::from_millis(250)).await;
     let mut snap = engine
         .tick()
         .await

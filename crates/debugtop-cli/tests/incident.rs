@@ -23,8 +23,53 @@ fn cli(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// The tests here read the whole machine's findings: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn a_one_shot_snapshot_names_what_an_audit_would_find_as_not_yet_confirmed() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let owner = HeldZombie::new();
+    let orphan = StandIns::orphaned_workers(1, owner.pid);
+    let (pid, _) = orphan.identities()[0];
+    let (code, out, err) = cli(&["snapshot"]);
+    assert_eq!(code, Some(0), "{err}");
+    let snap: Value = serde_json::from_str(&out).unwrap();
+    let about = |list: &Value| {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["pids"][0] == pid)
+            .cloned()
+    };
+    // Its owner is long gone, but a one-shot look waited for no grace: named, not confirmed.
+    assert_eq!(about(&snap["findings"]), None, "{:#}", snap["findings"]);
+    let pending = about(&snap["unconfirmed"]).unwrap_or_else(|| panic!("{snap:#}"));
+    assert_eq!(pending["kind"], "orphaned-worker", "{pending:#}");
+    // CPU from one read (its life's average), not nothing.
+    let proc = snap["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"] == pid)
+        .cloned()
+        .unwrap_or_default();
+    assert!(proc["cpu_percent"].is_number(), "{proc:#}");
+    // The audit confirms the same finding.
+    let (code, out, _) = cli(&["audit", "--json"]);
+    assert_eq!(code, Some(1));
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let confirmed = about(&doc["findings"]).unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(confirmed["id"], pending["id"]);
+}
+
 #[test]
 fn a_thousand_orphans_of_one_dead_server_are_one_group_and_one_bulk_kill() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let owner = HeldZombie::new();
     let sentinel = Spawned::spawn(Command::new("sleep").arg("600"));
     let orphans = StandIns::orphaned_workers(1000, owner.pid);

@@ -185,16 +185,30 @@ pub fn home_dir() -> Option<String> {
         .filter(|h| h.len() > 1 && h.starts_with('/'))
 }
 
-/// The shapes a secret takes in free text, each replaced where it stands.
+/// The shapes a secret takes in free text, each replaced where it stands: the set of all of
+/// them is built once, each one alone only when some text matches it (most runs never need
+/// most of them — a one-shot look pays for what it uses).
 struct Patterns {
-    json_pair: regex::Regex,
-    quoted_value: regex::Regex,
-    auth_scheme: regex::Regex,
-    authorization: regex::Regex,
-    userinfo: regex::Regex,
-    query_value: regex::Regex,
-    /// All of the above in one pass: most text matches none of them.
+    sources: [String; 6],
+    compiled: [std::sync::OnceLock<regex::Regex>; 6],
+    /// All of them in one pass: most text matches none.
     any: regex::RegexSet,
+}
+
+const JSON_PAIR: usize = 0;
+const QUOTED_VALUE: usize = 1;
+const AUTH_SCHEME: usize = 2;
+const AUTHORIZATION: usize = 3;
+const USERINFO: usize = 4;
+const QUERY_VALUE: usize = 5;
+
+impl Patterns {
+    /// Pattern `i`, compiled on first use.
+    fn get(&self, i: usize) -> &regex::Regex {
+        self.compiled[i].get_or_init(|| {
+            regex::Regex::new(&self.sources[i]).unwrap_or_else(|_| unreachable_regex())
+        })
+    }
 }
 
 fn patterns() -> &'static Patterns {
@@ -202,6 +216,7 @@ fn patterns() -> &'static Patterns {
     P.get_or_init(|| {
         // A secret-looking name, as `secret_name` judges it, for the patterns.
         let name = r"[A-Za-z0-9_.-]*(?i:token|secret|passw(?:or)?d|pass|pwd?|api[_-]?key|key|auth[A-Za-z]*|credentials?|cookie|sig(?:nature)?)[A-Za-z0-9_.-]*";
+        // In the order of the indices above.
         let sources = [
             // The opening quote is optional: in a cut or hostile line the previous value may end
             // at it (`"msg":"cut {"token":"X"}`).
@@ -216,17 +231,10 @@ fn patterns() -> &'static Patterns {
             r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@".to_owned(),
             format!(r"([?&;]{name}=)[^&\s#]+"),
         ];
-        let re = |s: &String| regex::Regex::new(s).unwrap_or_else(|_| unreachable_regex());
-        let [json_pair, quoted_value, auth_scheme, authorization, userinfo, query_value] =
-            sources.each_ref().map(re);
         Patterns {
-            json_pair,
-            quoted_value,
-            auth_scheme,
-            authorization,
-            userinfo,
-            query_value,
             any: regex::RegexSet::new(&sources).unwrap_or_else(|_| regex::RegexSet::empty()),
+            compiled: Default::default(),
+            sources,
         }
     })
 }
@@ -262,26 +270,32 @@ fn could_match(s: &str) -> bool {
 /// Where secret values stand: every pattern is matched on the *original* text, so a match of
 /// one (a cut value running into the next quote) can never hide a match of another.
 fn secret_ranges(s: &str) -> Vec<std::ops::Range<usize>> {
+    if !could_match(s) {
+        return Vec::new();
+    }
     let p = patterns();
-    if !could_match(s) || !p.any.is_match(s) {
+    // Most text holds no secret: one match-only pass of the set (a lazy DFA) rules it out, and
+    // names the few patterns worth the capturing search; a thousand-orphan incident is tens of
+    // thousands of strings.
+    let hits = p.any.matches(s);
+    if !hits.matched_any() {
         return Vec::new();
     }
     // (pattern, the capture group that ends the prefix kept in clear, drop a trailing '@').
-    let all: [(&regex::Regex, usize, bool); 6] = [
-        (&p.json_pair, 1, false),
-        (&p.quoted_value, 1, false),
-        (&p.authorization, 1, false),
-        (&p.auth_scheme, 2, false),
-        (&p.userinfo, 1, true),
-        (&p.query_value, 1, false),
+    let all: [(usize, usize, bool); 6] = [
+        (JSON_PAIR, 1, false),
+        (QUOTED_VALUE, 1, false),
+        (AUTHORIZATION, 1, false),
+        (AUTH_SCHEME, 2, false),
+        (USERINFO, 1, true),
+        (QUERY_VALUE, 1, false),
     ];
     let mut ranges = Vec::new();
-    for (re, group, at) in all {
-        // Most text holds no secret: the match-only search (a lazy DFA) rules it out far faster
-        // than the capturing one; a thousand-orphan incident is tens of thousands of strings.
-        if !re.is_match(s) {
+    for (i, group, at) in all {
+        if !hits.matched(i) {
             continue;
         }
+        let re = p.get(i);
         // Overlapping: the next search starts inside this match's value, so a secret whose
         // opening quote a cut value ran into is still found (`--auth-x "cut --pass "SECRET"`).
         let mut pos = 0;
@@ -815,7 +829,7 @@ mod prop_tests {
             if !could_match(&s) {
                 let p = patterns();
                 prop_assert!(!p.any.is_match(&s), "{s:?}");
-                for re in [&p.json_pair, &p.quoted_value, &p.auth_scheme, &p.authorization, &p.userinfo, &p.query_value] {
+                for re in (0..6).map(|i| p.get(i)) {
                     prop_assert!(!re.is_match(&s), "{s:?} matches {re}");
                 }
             }

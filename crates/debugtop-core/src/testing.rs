@@ -913,6 +913,7 @@ pub fn sample_snapshot() -> Snapshot {
         tree,
         groups: crate::model::group_findings(std::slice::from_ref(&finding)),
         findings: vec![Arc::new(finding)],
+        unconfirmed: Vec::new(),
         timeline: sample_timeline(&ended),
         log_excerpts: vec![LogExcerpt {
             finding_id: "leaked-adapter:1019.7133".parse().ok(),

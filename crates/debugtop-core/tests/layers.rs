@@ -57,7 +57,7 @@ fn test_only(attrs: &[syn::Attribute]) -> bool {
 struct Named(BTreeSet<String>);
 
 impl Named {
-    fn from_tokens(&mut self, tokens: &str) {
+    fn in_tokens(&mut self, tokens: &str) {
         let mut rest = tokens;
         while let Some(i) = rest.find("crate ::") {
             rest = &rest[i + "crate ::".len()..];
@@ -139,7 +139,7 @@ impl<'ast> Visit<'ast> for Named {
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        self.from_tokens(&m.tokens.to_token_stream().to_string());
+        self.in_tokens(&m.tokens.to_token_stream().to_string());
         visit::visit_macro(self, m);
     }
 }

@@ -45,6 +45,8 @@ pub struct ProcfsCollector {
     /// from its last read (otherwise its exit would show only when it is due again: a zombie
     /// shown sleeping).
     exits_watched: bool,
+    /// A process's first read gives its CPU over its life (a one-shot look).
+    one_read_cpu: bool,
 }
 
 impl ProcfsCollector {
@@ -70,7 +72,14 @@ impl ProcfsCollector {
             fds: super::fds::FdWatch::default(),
             read_next: std::collections::HashSet::new(),
             exits_watched: false,
+            one_read_cpu: false,
         })
+    }
+
+    /// A process's first read gives its CPU over its whole life (as `ps` does) instead of
+    /// nothing until a second sample: for a one-shot look.
+    pub fn set_one_read_cpu(&mut self, on: bool) {
+        self.one_read_cpu = on;
     }
 
     /// Makes the next scan read these pids, quiet or not (the exit watcher saw them exit: they
@@ -198,7 +207,13 @@ impl ProcfsCollector {
             self.gen,
         );
         self.cache.keep_stat(&stat);
-        if let Some(age) = pass.now_ticks.map(|n| n.saturating_sub(stat.starttime)) {
+        let age_ticks = pass.now_ticks.map(|n| n.saturating_sub(stat.starttime));
+        let cpu_percent = cpu_percent.or_else(|| {
+            self.one_read_cpu
+                .then(|| super::lifetime_percent(cpu_ticks, age_ticks?))
+                .flatten()
+        });
+        if let Some(age) = age_ticks {
             let age = Duration::from_millis(age.saturating_mul(1000) / self.ticks_per_sec);
             self.cache
                 .set_born(stat.pid, pass.now.checked_sub(age).unwrap_or(pass.now));
@@ -264,7 +279,8 @@ impl ProcfsCollector {
                 return None;
             }
         };
-        let fresh = read_ident(&proc, state, known.as_deref(), stats)?;
+        let kthreadd_child = stat.pid == 2 || stat.ppid == 2;
+        let fresh = read_ident(&proc, state, kthreadd_child, known.as_deref(), stats)?;
         Some(match known {
             None => {
                 stats.new_identities += 1;
@@ -399,6 +415,7 @@ fn read_whole_line(f: &mut std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<
 fn read_ident(
     proc: &Process,
     state: ProcState,
+    kthreadd_child: bool,
     known: Option<&Ident>,
     stats: &mut ScanStats,
 ) -> Option<Ident> {
@@ -417,6 +434,11 @@ fn read_ident(
                 return Some(k.clone());
             }
         }
+    }
+    // A kernel thread (kthreadd or its child, no command line): no files, no environment, no
+    // stdio — nothing more to read (most of a small machine's table).
+    if argv.is_empty() && kthreadd_child && state.is_alive() {
+        return Some(Ident::of_argv(Vec::new()));
     }
     let candidate = is_env_candidate(&argv);
     let markers = if candidate {

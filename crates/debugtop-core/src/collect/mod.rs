@@ -707,6 +707,14 @@ impl FdView for NoFds {
     fn stdin_holders(&mut self, _: &mut [Proc]) {}
 }
 
+/// CPU from one read, as `ps` gives it: the CPU time a process used over its whole life, in
+/// percent of one core of that life (`None` for a process younger than a tick). A one-shot
+/// look that takes no second sample shows this; a monitor shows the use since its last sample.
+/// Both counts are in the same clock ticks.
+pub(crate) fn lifetime_percent(cpu_ticks: u64, age_ticks: u64) -> Option<f32> {
+    (age_ticks > 0).then(|| (cpu_ticks as f64 / age_ticks as f64 * 100.0) as f32)
+}
+
 /// The owner pid a signature names, as written.
 pub(crate) fn raw_owner(sig: &Signature) -> Option<u32> {
     match sig {

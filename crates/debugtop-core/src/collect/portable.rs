@@ -44,6 +44,9 @@ impl SysinfoCollector {
     /// Every process is read every scan here.
     pub fn set_exits_watched(&mut self, _watched: bool) {}
 
+    /// CPU needs two samples here.
+    pub fn set_one_read_cpu(&mut self, _on: bool) {}
+
     /// One pass over the process table.
     pub fn scan(&mut self) -> Result<ProcessTable> {
         let started = Instant::now();

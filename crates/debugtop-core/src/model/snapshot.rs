@@ -169,6 +169,11 @@ pub struct Snapshot {
     pub tree: Vec<Arc<TreeNode>>,
     /// Findings.
     pub findings: Vec<Arc<Finding>>,
+    /// Conditions that hold now but have not held for their grace yet — only in a one-shot
+    /// snapshot, which waits for none: what an audit would confirm, not yet confirmed (a
+    /// normal teardown can look the same for a second).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed: Vec<Arc<Finding>>,
     /// The findings by kind and cause (one line and one bulk plan each).
     #[serde(default)]
     pub groups: Vec<FindingGroup>,

@@ -52,6 +52,19 @@ fn findings(s: &Snapshot, o: &mut String) -> std::fmt::Result {
     for f in &s.findings {
         finding(f, o)?;
     }
+    if !s.unconfirmed.is_empty() {
+        writeln!(o, "## Not yet confirmed")?;
+        writeln!(o)?;
+        writeln!(
+            o,
+            "Seen in this one look but not yet held for their grace (a normal teardown can look \
+             the same for a second); `debugtop-cli audit` confirms or clears them."
+        )?;
+        writeln!(o)?;
+        for f in &s.unconfirmed {
+            finding(f, o)?;
+        }
+    }
     Ok(())
 }
 
@@ -524,6 +537,12 @@ mod tests {
         insta::assert_snapshot!(section);
         // Without a stuck-session finding there is no section.
         assert!(!render(&sample_snapshot()).contains("## Stuck sessions"));
+        assert!(!render(&sample_snapshot()).contains("## Not yet confirmed"));
+        let mut s = sample_snapshot();
+        s.unconfirmed = s.findings.clone();
+        let md = render(&s);
+        let section = md.split("## Not yet confirmed").nth(1).unwrap_or_default();
+        assert!(section.contains(&format!("`{}`", s.findings[0].id)), "{md}");
     }
 
     #[test]

@@ -40,6 +40,9 @@ pub struct SourcesConfig {
     pub health_timeout: Duration,
     /// Servers given by URL (`http://host:port`), asked for `/health` only.
     pub extra_servers: Vec<String>,
+    /// A process's first read gives its CPU over its whole life, as `ps` does: for a one-shot
+    /// look that takes no second sample.
+    pub one_read_cpu: bool,
 }
 
 impl Default for SourcesConfig {
@@ -47,6 +50,7 @@ impl Default for SourcesConfig {
         Self {
             health_timeout: health::DEFAULT_TIMEOUT,
             extra_servers: Vec::new(),
+            one_read_cpu: false,
         }
     }
 }
@@ -82,9 +86,11 @@ impl Sources {
     /// Opens the collector and starts the exit watcher.
     pub fn new(config: &SourcesConfig) -> Result<Self> {
         let exits = ExitWatcher::start().map(Arc::new);
+        let mut collector = Collector::new()?;
+        collector.set_one_read_cpu(config.one_read_cpu);
         Ok(Self {
             local: Some(Box::new(Local {
-                collector: Collector::new()?,
+                collector,
                 exits: exits.clone(),
                 logs: BTreeMap::new(),
                 ports: BTreeMap::new(),

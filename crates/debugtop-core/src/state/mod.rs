@@ -41,6 +41,9 @@ pub struct StateConfig {
     pub tomb_ttl: Duration,
     /// How much of the timeline each published snapshot carries.
     pub timeline_window: Duration,
+    /// Publish the conditions not yet confirmed too (`Snapshot::unconfirmed`): for a one-shot
+    /// snapshot, which waits for no grace.
+    pub publish_unconfirmed: bool,
 }
 
 impl Default for StateConfig {
@@ -52,6 +55,7 @@ impl Default for StateConfig {
             timeline_capacity: timeline::DEFAULT_CAPACITY,
             tomb_ttl: timeline::DEFAULT_TOMB_TTL,
             timeline_window: Duration::from_secs(600),
+            publish_unconfirmed: false,
         }
     }
 }
@@ -195,6 +199,11 @@ impl State {
             // what its findings say, and 5,000 ids need no second redaction.
             groups: Vec::new(),
             findings,
+            unconfirmed: if self.config.publish_unconfirmed {
+                self.evaluator.unconfirmed().to_vec()
+            } else {
+                Vec::new()
+            },
             timeline: self.timeline.since(world.at - window),
             log_excerpts: Vec::new(),
             sources,

@@ -60,6 +60,12 @@ tree: Array<TreeNode>,
  */
 findings: Array<Finding>, 
 /**
+ * Conditions that hold now but have not held for their grace yet — only in a one-shot
+ * snapshot, which waits for none: what an audit would confirm, not yet confirmed (a
+ * normal teardown can look the same for a second).
+ */
+unconfirmed?: Array<Finding>, 
+/**
  * The findings by kind and cause (one line and one bulk plan each).
  */
 groups: Array<FindingGroup>, 

@@ -44,6 +44,8 @@ pub struct WindowsCollector {
     /// (measured: a busy loop and an idle timer both showed the same 11.5 %), so CPU is not
     /// reported there.
     wine: bool,
+    /// A process's first read gives its CPU over its life (a one-shot look).
+    one_read_cpu: bool,
 }
 
 impl WindowsCollector {
@@ -60,6 +62,12 @@ impl WindowsCollector {
 
     /// Every process is read every scan here.
     pub fn set_exits_watched(&mut self, _watched: bool) {}
+
+    /// A process's first read gives its CPU over its whole life (as Task Manager's "CPU
+    /// time" over its age) instead of nothing until a second sample: for a one-shot look.
+    pub fn set_one_read_cpu(&mut self, on: bool) {
+        self.one_read_cpu = on;
+    }
 
     /// One pass over the process table.
     pub fn scan(&mut self) -> Result<ProcessTable> {
@@ -105,7 +113,7 @@ impl WindowsCollector {
                 None
             }
         };
-        let (created, cpu) = h.as_ref().and_then(sys::Handle::times).unwrap_or((0, 0));
+        let (created, cpu_ticks) = h.as_ref().and_then(sys::Handle::times).unwrap_or((0, 0));
         let ident = match self.cache.get(e.pid, created) {
             Some(k) => Arc::clone(k),
             None => {
@@ -117,11 +125,21 @@ impl WindowsCollector {
             e.pid,
             created,
             Arc::clone(&ident),
-            cpu,
+            cpu_ticks,
             TICKS_PER_SEC,
             now,
             self.gen,
         );
+        let cpu = cpu.or_else(|| {
+            let now = u64::try_from(chrono::Utc::now().timestamp_micros()).ok()?;
+            let age = now
+                .saturating_mul(10)
+                .saturating_add(UNIX_EPOCH_TICKS)
+                .checked_sub(created)?;
+            self.one_read_cpu
+                .then(|| super::lifetime_percent(cpu_ticks, age))
+                .flatten()
+        });
         // Not openable: listed with what Toolhelp gave; no CPU without a creation time.
         let cpu_percent = cpu.filter(|_| created != 0 && !self.wine);
         Some(Sample {

@@ -320,7 +320,8 @@ pub const RULES: &[(FindingKind, Rule)] = &[
 pub struct Evaluator {
     config: VerdictConfig,
     first_seen: BTreeMap<FindingId, DateTime<Utc>>,
-    pending: usize,
+    /// Conditions that held at the last evaluation but not yet long enough.
+    unconfirmed: Vec<Arc<Finding>>,
     argv: plan::ArgvMemo,
     memo: FindingMemo,
 }
@@ -331,7 +332,7 @@ impl Evaluator {
         Self {
             config,
             first_seen: BTreeMap::new(),
-            pending: 0,
+            unconfirmed: Vec::new(),
             argv: plan::ArgvMemo::default(),
             memo: FindingMemo::default(),
         }
@@ -340,7 +341,12 @@ impl Evaluator {
     /// Conditions seen but not yet confirmed at the last evaluation (an audit samples on
     /// while some are waiting for their grace).
     pub fn pending(&self) -> usize {
-        self.pending
+        self.unconfirmed.len()
+    }
+
+    /// Those conditions, worst first, each dated from when it was first seen.
+    pub fn unconfirmed(&self) -> &[Arc<Finding>] {
+        &self.unconfirmed
     }
 
     /// The settings.
@@ -371,7 +377,7 @@ impl Evaluator {
         let now = world.at;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
-        self.pending = 0;
+        self.unconfirmed.clear();
         for c in candidates {
             let first = self.first_seen.get(&c.finding.id).copied();
             seen.insert(c.finding.id.clone(), first.unwrap_or(now));
@@ -383,12 +389,15 @@ impl Evaluator {
                 }
                 out.push(f);
             } else {
-                self.pending += 1;
+                self.unconfirmed.push(c.finding);
             }
         }
         self.first_seen = seen;
         laps.lap("rules: confirm");
-        out.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+        let worst_first =
+            |a: &Arc<Finding>, b: &Arc<Finding>| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id));
+        out.sort_by(worst_first);
+        self.unconfirmed.sort_by(worst_first);
         laps.lap("rules: sort");
         out
     }
