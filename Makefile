@@ -75,9 +75,12 @@ clean:
 	rm -rf ui/dist
 
 ## test-ui: the frontend in headless Chromium (IPC mocked), then the real window under Xvfb.
+# The window tests drive the app binary `cargo test --workspace` builds (src-tauri/tests):
+# after test-rust this is a no-op, where `cargo build -p debugtop` would compile the app again
+# with other features.
 test-ui: ui
 	cd ui && timeout -s INT 300 npm test
-	$(CARGO) build -p debugtop
+	$(CARGO) test --workspace --no-run
 	timeout -s INT 300 xvfb-run -a -s "-screen 0 1280x800x24" tests/.venv/bin/python -m pytest -q tests/ui
 
 ## bench: the full benchmark (release build; a few minutes; see BENCHMARKS.md).
