@@ -8,7 +8,11 @@
 fn the_app_binary_is_built_with_the_tests() {
     let app = std::path::Path::new(env!("CARGO_BIN_EXE_debugtop"));
     let meta = std::fs::metadata(app).expect("the app binary");
-    assert!(meta.is_file() && meta.len() > 1_000_000, "{}", app.display());
+    assert!(
+        meta.is_file() && meta.len() > 1_000_000,
+        "{}",
+        app.display()
+    );
     assert!(
         std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o111 != 0,
         "executable"
