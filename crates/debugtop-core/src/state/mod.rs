@@ -11,6 +11,7 @@ pub mod reconcile;
 pub mod rules;
 pub mod share;
 pub mod timeline;
+pub mod tombs;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +54,7 @@ impl Default for StateConfig {
             redact: true,
             home: None,
             timeline_capacity: timeline::DEFAULT_CAPACITY,
-            tomb_ttl: timeline::DEFAULT_TOMB_TTL,
+            tomb_ttl: tombs::DEFAULT_TOMB_TTL,
             timeline_window: Duration::from_secs(600),
             publish_unconfirmed: false,
         }
@@ -67,6 +68,7 @@ pub struct State {
     knowledge: Knowledge,
     evaluator: Evaluator,
     timeline: Timeline,
+    tombs: tombs::Tombs,
     live: LiveTable,
     redaction: LiveRedaction,
     /// Last step's processes, tree, debug sessions and findings, for sharing what did not
@@ -86,8 +88,9 @@ impl State {
         Self {
             knowledge: Knowledge::default(),
             evaluator: Evaluator::new(config.verdicts),
+            tombs: tombs::Tombs::new(config.tomb_ttl),
             timeline: {
-                let t = Timeline::new(config.timeline_capacity, config.tomb_ttl);
+                let t = Timeline::new(config.timeline_capacity);
                 if config.redact {
                     t.redacting(config.home.clone())
                 } else {
@@ -143,9 +146,10 @@ impl State {
             .procs
             .share(std::mem::take(&mut obs.table.procs), Proc::id);
         laps.lap("step: sharing (processes)");
-        self.timeline.observe_procs(obs.at, &table, &obs.exits);
+        let exited = self.timeline.observe_procs(obs.at, &table, &obs.exits);
+        self.tombs.bury(exited, obs.at);
         laps.lap("step: timeline (processes)");
-        let tombs = self.timeline.tombs().into_iter().map(Arc::new);
+        let tombs = self.tombs.procs().into_iter().map(Arc::new);
         let procs = table.iter().cloned().chain(tombs).collect();
         let mut world =
             reconcile::from_shared_with(obs, procs, &self.knowledge, &mut self.session_memo);

@@ -1,9 +1,9 @@
 //! The timeline: what changed, and when. Events come from consecutive steps (processes
 //! appearing and exiting — exits timed by the pidfd watcher, not by the tick — state changes,
 //! sessions appearing and ending, findings raised and cleared) merged in time order with the log
-//! events. Memory is bounded: a ring of at most `capacity` events (default 10,000). Processes
-//! that just exited are kept as tombs for a while (default 10 s) so a view can show them
-//! leaving. Pure: times come from the observation.
+//! events. Memory is bounded: a ring of at most `capacity` events (default 10,000). The
+//! processes that exited are handed back to be kept as tombs (`super::tombs`). Pure: times
+//! come from the observation.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -20,10 +20,6 @@ use crate::redact::redact_argv;
 
 /// Default ring size.
 pub const DEFAULT_CAPACITY: usize = 10_000;
-/// Default time a tomb stays.
-pub const DEFAULT_TOMB_TTL: std::time::Duration = std::time::Duration::from_secs(10);
-/// The most tombs kept at once (a mass exit of thousands is shown as its newest tombs).
-pub const MAX_TOMBS: usize = 2048;
 /// The most ended sessions remembered (so an end is reported once).
 const MAX_ENDED: usize = 4096;
 
@@ -48,7 +44,6 @@ fn same_arcs<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
 pub struct Timeline {
     events: VecDeque<TimelineEvent>,
     capacity: usize,
-    tomb_ttl: Duration,
     procs: HashMap<ProcId, Arc<Proc>>,
     /// The sessions seen at the last step, by server (looked up by `&str`, without a copy).
     sessions: FxHashMap<Option<u32>, FxHashSet<String>>,
@@ -58,7 +53,6 @@ pub struct Timeline {
     /// and the same live sessions, change nothing and raise no event (at 5,000 orphans,
     /// comparing them is a small part of building the sets again).
     observed: Observed,
-    tombs: VecDeque<(Arc<Proc>, DateTime<Utc>)>,
     primed: bool,
     /// Redact each event as it is recorded (`Some(home)`), so a snapshot's timeline needs no
     /// redaction per tick.
@@ -67,24 +61,22 @@ pub struct Timeline {
 
 impl Default for Timeline {
     fn default() -> Self {
-        Self::new(DEFAULT_CAPACITY, DEFAULT_TOMB_TTL)
+        Self::new(DEFAULT_CAPACITY)
     }
 }
 
 impl Timeline {
-    /// A timeline keeping at most `capacity` events and tombs for `tomb_ttl`.
-    pub fn new(capacity: usize, tomb_ttl: std::time::Duration) -> Self {
+    /// A timeline keeping at most `capacity` events.
+    pub fn new(capacity: usize) -> Self {
         Self {
             events: VecDeque::new(),
             capacity: capacity.max(1),
-            tomb_ttl: Duration::from_std(tomb_ttl).unwrap_or_else(|_| Duration::seconds(10)),
             procs: HashMap::new(),
             redact: None,
             sessions: FxHashMap::default(),
             ended: BTreeSet::new(),
             findings: FxHashMap::default(),
             observed: Observed::default(),
-            tombs: VecDeque::new(),
             primed: false,
         }
     }
@@ -103,21 +95,6 @@ impl Timeline {
     pub fn since(&self, since: DateTime<Utc>) -> Vec<TimelineEvent> {
         let start = self.events.partition_point(|e| e.at < since);
         self.events.iter().skip(start).cloned().collect()
-    }
-
-    /// Processes that exited less than the tomb time ago, as they were last seen, with state
-    /// `X` and their exit time.
-    pub fn tombs(&self) -> Vec<Proc> {
-        self.tombs
-            .iter()
-            .map(|(p, at)| {
-                let mut p = (**p).clone();
-                p.state = ProcState::Dead;
-                p.exited_at = Some(*at);
-                p.cpu_percent = None;
-                p
-            })
-            .collect()
     }
 
     /// Records every event redacted (its text, its source), `home` shown as `~`.
@@ -149,15 +126,17 @@ impl Timeline {
     }
 
     /// Compares the processes of a new observation with the previous one. `exits` are the
-    /// pidfd-timed exits seen since. Returns the new events (also kept).
+    /// pidfd-timed exits seen since. Records the new events; returns the processes that
+    /// exited, each with its exit time (for the tombs).
     pub fn observe_procs(
         &mut self,
         now: DateTime<Utc>,
         procs: &[Arc<Proc>],
         exits: &[Exit],
-    ) -> Vec<TimelineEvent> {
+    ) -> Vec<(Arc<Proc>, DateTime<Utc>)> {
         let exit_at: HashMap<ProcId, DateTime<Utc>> = exits.iter().map(|e| (e.id, e.at)).collect();
         let mut out = Vec::new();
+        let mut exited = Vec::new();
         let mut current = HashMap::with_capacity(procs.len());
         let mut before = std::mem::take(&mut self.procs);
         for p in procs {
@@ -176,16 +155,12 @@ impl Timeline {
                     TimelineEvent::new(at, TimelineKind::ProcessExited, text),
                 ));
             }
-            self.tombs.push_back((p, at));
-        }
-        self.tombs.retain(|(_, at)| now - *at < self.tomb_ttl);
-        while self.tombs.len() > MAX_TOMBS {
-            self.tombs.pop_front();
+            exited.push((p, at));
         }
         self.procs = current;
         self.primed = true;
-        self.push_all(out.clone());
-        out
+        self.push_all(out);
+        exited
     }
 
     /// The event a process's new sample is, if any: it appeared, or its state changed.
@@ -491,7 +466,7 @@ mod tests {
 
     #[test]
     fn ring_is_bounded_under_100k_events_and_keeps_the_newest() {
-        let mut t = Timeline::new(DEFAULT_CAPACITY, DEFAULT_TOMB_TTL);
+        let mut t = Timeline::new(DEFAULT_CAPACITY);
         for chunk in 0..100 {
             t.push_all((0..1000).map(|i| ev(chunk * 1000 + i)).collect());
             assert!(t.len() <= DEFAULT_CAPACITY);
