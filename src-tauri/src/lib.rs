@@ -94,49 +94,40 @@ pub fn setup<R: Runtime>(builder: Builder<R>) -> Builder<R> {
         .invoke_handler(handlers())
 }
 
+/// The window's commands, written once; `extra` adds debug-only ones.
+macro_rules! commands {
+    ($($extra:tt)*) => {
+        tauri::generate_handler![
+            commands::subscribe,
+            commands::resync,
+            commands::subscribe_targets,
+            commands::add_target,
+            commands::remove_target,
+            commands::select_target,
+            commands::current_snapshot,
+            commands::plan_kill,
+            commands::execute_kill,
+            commands::run_audit,
+            commands::export_snapshot,
+            commands::open_snapshot,
+            commands::close_snapshot,
+            commands::get_settings,
+            commands::set_settings,
+            commands::set_paused,
+            $($extra)*
+        ]
+    };
+}
+
+/// Debug builds also start the repository's demo (`start_demo`).
 #[cfg(debug_assertions)]
 fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
-    tauri::generate_handler![
-        commands::subscribe,
-        commands::resync,
-        commands::subscribe_targets,
-        commands::add_target,
-        commands::remove_target,
-        commands::select_target,
-        commands::current_snapshot,
-        commands::plan_kill,
-        commands::execute_kill,
-        commands::run_audit,
-        commands::export_snapshot,
-        commands::open_snapshot,
-        commands::close_snapshot,
-        commands::get_settings,
-        commands::set_settings,
-        commands::set_paused,
-        commands::start_demo,
-    ]
+    commands!(commands::start_demo)
 }
 
 #[cfg(not(debug_assertions))]
 fn handlers<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
-    tauri::generate_handler![
-        commands::subscribe,
-        commands::resync,
-        commands::subscribe_targets,
-        commands::add_target,
-        commands::remove_target,
-        commands::select_target,
-        commands::current_snapshot,
-        commands::plan_kill,
-        commands::execute_kill,
-        commands::run_audit,
-        commands::export_snapshot,
-        commands::open_snapshot,
-        commands::close_snapshot,
-        commands::get_settings,
-        commands::set_settings,
-        commands::set_paused,
-    ]
+    commands!()
 }
 
 /// Where settings live: `DEBUGTOP_CONFIG_DIR` when set (portable setups), else the platform's
