@@ -29,10 +29,11 @@ pub fn duplicate_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
             else {
                 continue;
             };
-            out.push(Candidate {
-                hold_grace: true,
-                ..Candidate::new(finding(ctx, older, newer, quiet))
-            });
+            // Dated by its own evidence (when the silence reached the quiet time): confirmed
+            // after the grace from then, however often a scan missed the twins meanwhile.
+            let since =
+                quiet + chrono::Duration::from_std(ctx.config.duplicate_quiet).unwrap_or_default();
+            out.push(Candidate::dated(finding(ctx, older, newer, quiet), since));
         }
     }
     out
