@@ -19,15 +19,11 @@ async fn a_server_started_on_port_0_is_asked_on_the_port_it_really_listens_on() 
     assert_ne!(server.port, 0);
     let client = Client::connect(&server.url()).await;
     let session = client.create_session("mock", "port-0").await;
-    let out = tokio::task::spawn_blocking(|| cli().arg("snapshot").output().unwrap())
+    let (code, out, err) = tokio::task::spawn_blocking(|| run(&["snapshot"]))
         .await
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let snap: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(code, Some(0), "{err}");
+    let snap: Value = serde_json::from_str(&out).unwrap();
     let health = snap["sources"]
         .as_array()
         .unwrap()

@@ -130,15 +130,17 @@ impl WindowsCollector {
             now,
             self.gen,
         );
+        // Only asked for by a one-shot look: the clock is not read for every new identity.
         let cpu = cpu.or_else(|| {
+            if !self.one_read_cpu {
+                return None;
+            }
             let now = u64::try_from(chrono::Utc::now().timestamp_micros()).ok()?;
             let age = now
                 .saturating_mul(10)
                 .saturating_add(UNIX_EPOCH_TICKS)
                 .checked_sub(created)?;
-            self.one_read_cpu
-                .then(|| super::lifetime_percent(cpu_ticks, age))
-                .flatten()
+            super::lifetime_percent(cpu_ticks, age)
         });
         // Not openable: listed with what Toolhelp gave; no CPU without a creation time.
         let cpu_percent = cpu.filter(|_| created != 0 && !self.wine);

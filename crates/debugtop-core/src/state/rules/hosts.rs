@@ -298,7 +298,12 @@ fn parent_gone(ctx: &Ctx<'_>, p: &Proc) -> bool {
 
 /// Its remembered host is alive, the same process, and still its parent.
 fn host_alive(ctx: &Ctx<'_>, p: &Proc) -> bool {
-    p.host.as_ref().is_some_and(|h| {
+    live_host(ctx, p).is_some()
+}
+
+/// Its remembered host, when that host is alive, the same process, and still its parent.
+pub fn live_host<'a>(ctx: &Ctx<'_>, p: &'a Proc) -> Option<&'a crate::model::HostRef> {
+    p.host.as_ref().filter(|h| {
         h.pid == p.ppid
             && ctx
                 .world

@@ -9,17 +9,21 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use super::hosts::live_host;
 use super::{about, secs, Candidate, Ctx};
-use crate::model::{FindingKind, HostRef, KillPlan, Proc, Role, Severity};
+use crate::model::{FindingKind, KillPlan, Proc, Role, Severity};
 
 /// A stdio server of a live host that has read and written nothing for
 /// [`super::VerdictConfig::duplicate_quiet`] while a newer twin (same parent, same command
 /// line) started or talked: a warning, the older server and what it started in the plan.
 pub fn duplicate_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
+    let Ok(needed) = chrono::Duration::from_std(ctx.config.duplicate_quiet) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for twins in twin_groups(ctx).values() {
         for (i, older) in twins.iter().enumerate() {
-            let Some(quiet) = silent_long_enough(ctx, older) else {
+            let Some(quiet) = older.stdio_quiet_since.filter(|q| ctx.now() - *q >= needed) else {
                 continue;
             };
             let Some(newer) = twins[i + 1..]
@@ -31,9 +35,10 @@ pub fn duplicate_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
             };
             // Dated by its own evidence (when the silence reached the quiet time): confirmed
             // after the grace from then, however often a scan missed the twins meanwhile.
-            let since =
-                quiet + chrono::Duration::from_std(ctx.config.duplicate_quiet).unwrap_or_default();
-            out.push(Candidate::dated(finding(ctx, older, newer, quiet), since));
+            out.push(Candidate::dated(
+                finding(ctx, older, newer, quiet),
+                quiet + needed,
+            ));
         }
     }
     out
@@ -56,24 +61,6 @@ fn twin_groups<'a>(ctx: &'a Ctx<'_>) -> BTreeMap<(u32, &'a [String]), Vec<&'a Pr
         g.sort_by_key(|p| (p.start_time, p.pid));
     }
     groups
-}
-
-/// Its host, when that host is alive, the same process, and still its parent.
-fn live_host<'a>(ctx: &Ctx<'_>, p: &'a Proc) -> Option<&'a HostRef> {
-    p.host.as_ref().filter(|h| {
-        h.pid == p.ppid
-            && ctx
-                .world
-                .proc(h.pid)
-                .is_some_and(|q| q.start_ticks == h.start_ticks && q.state.is_alive())
-    })
-}
-
-/// Since when it has been silent, when that is at least the configured quiet.
-fn silent_long_enough(ctx: &Ctx<'_>, p: &Proc) -> Option<DateTime<Utc>> {
-    let quiet = p.stdio_quiet_since?;
-    let needed = chrono::Duration::from_std(ctx.config.duplicate_quiet).ok()?;
-    (ctx.now() - quiet >= needed).then_some(quiet)
 }
 
 /// The newer twin started after the older one fell silent, or talked since.
