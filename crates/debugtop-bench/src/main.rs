@@ -345,32 +345,73 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The state step alone at incident scale: `n` orphaned workers of a gone owner (as
-/// `incident_tick` spawns them), built as the scan would give them, one observation a second.
-/// Building the observations is not timed.
+/// The state step alone at incident scale, from built observations (no processes, no scan):
+/// `n` orphaned workers of a gone owner (as `incident_tick` spawns them), then `n / 5` leaked
+/// adapters, each with a debuggee in its group, one observation a second. Building the
+/// observations is not timed.
 fn step_only(a: &Args) {
-    use debugtop_core::model::Role;
-    use debugtop_core::state::{State, StateConfig};
-    use debugtop_core::testing::{ObservationBuilder, ProcBuilder};
     let n: u32 = if a.smoke { 50 } else { 5000 };
+    step_bench(a, &format!("{n} orphans"), |t| orphans(t, n));
+    let n = n / 5;
+    step_bench(a, &format!("{n} leaked adapters"), |t| {
+        leaked_adapters(t, n)
+    });
+}
+
+/// `n` orphaned workers of one gone owner.
+fn orphans(t: i64, n: u32) -> debugtop_core::model::Observation {
+    use debugtop_core::model::Role;
+    use debugtop_core::testing::{ObservationBuilder, ProcBuilder};
     let gone = 7;
-    let observe = |t: i64| {
-        let mut b = ObservationBuilder::at(t);
-        for i in 0..n {
-            let session = format!("5a1d0000-0000-4000-8000-{i:012}");
-            let argv = format!(
-                "sh -c read sh /stand-in/dist/proxy/proxy-bootstrap.js --mcp-owner-pid={gone} --mcp-session-id={session}"
-            );
-            b = b.proc(
-                ProcBuilder::new(10_000 + i, Role::Worker)
-                    .owner(gone)
+    let mut b = ObservationBuilder::at(t);
+    for i in 0..n {
+        let session = format!("5a1d0000-0000-4000-8000-{i:012}");
+        let argv = format!(
+            "sh -c read sh /stand-in/dist/proxy/proxy-bootstrap.js --mcp-owner-pid={gone} --mcp-session-id={session}"
+        );
+        b = b.proc(
+            ProcBuilder::new(10_000 + i, Role::Worker)
+                .owner(gone)
+                .session(&session)
+                .argv(&argv)
+                .build(),
+        );
+    }
+    b.build()
+}
+
+/// `n` adapters whose workers are gone (under init, leading their own groups), each with the
+/// debuggee it started.
+fn leaked_adapters(t: i64, n: u32) -> debugtop_core::model::Observation {
+    use debugtop_core::model::{Language, Role};
+    use debugtop_core::testing::{ObservationBuilder, ProcBuilder};
+    let mut b = ObservationBuilder::at(t);
+    for i in 0..n {
+        let session = format!("5a1d0000-0000-4000-8000-{i:012}");
+        let (adapter, debuggee) = (20_000 + 2 * i, 20_001 + 2 * i);
+        b = b
+            .proc(
+                ProcBuilder::new(adapter, Role::Adapter)
                     .session(&session)
-                    .argv(&argv)
+                    .language(Language::Python)
+                    .argv("python -m debugpy.adapter")
+                    .build(),
+            )
+            .proc(
+                ProcBuilder::new(debuggee, Role::Debuggee)
+                    .ppid(adapter)
+                    .group(adapter, adapter)
+                    .session(&session)
+                    .argv("python app.py")
                     .build(),
             );
-        }
-        b.build()
-    };
+    }
+    b.build()
+}
+
+/// The state step over `observe(t)` for a few seconds, once the findings are confirmed.
+fn step_bench(a: &Args, what: &str, observe: impl Fn(i64) -> debugtop_core::model::Observation) {
+    use debugtop_core::state::{State, StateConfig};
     debugtop_core::cost::enable();
     let mut config = StateConfig::default();
     config.verdicts.grace = Duration::ZERO;
@@ -392,7 +433,7 @@ fn step_only(a: &Args) {
         }
     }
     line(
-        &format!("state step alone, {n} orphans ({findings} findings), redacted"),
+        &format!("state step alone, {what} ({findings} findings), redacted"),
         stats(steps),
         "ms",
     );

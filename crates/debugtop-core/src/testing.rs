@@ -300,6 +300,11 @@ impl ObservationBuilder {
         self.0.table.procs.push(p);
         self
     }
+    /// Reads the process with `p`'s pid again, as `p` now.
+    pub fn replacing(mut self, p: Proc) -> Self {
+        self.0.table.procs.retain(|q| q.pid != p.pid);
+        self.proc(p)
+    }
     /// Adds a log event of server 100 (a server log line unless the origin says otherwise).
     pub fn log(mut self, line: u64, at_secs: i64, origin: LogOrigin, kind: LogEventKind) -> Self {
         if let Some(s) = self.0.servers.first_mut() {

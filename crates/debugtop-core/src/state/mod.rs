@@ -6,6 +6,7 @@
 //! rule and the tree are unit-tested from fixtures and a recorded observation replays exactly.
 
 pub mod knowledge;
+pub mod memo;
 pub mod plan;
 pub mod reconcile;
 pub mod rules;

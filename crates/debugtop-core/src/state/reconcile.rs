@@ -6,12 +6,12 @@
 //! observation and the knowledge.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Duration, Utc};
-use rustc_hash::FxHashMap as HashMap;
 
 use super::knowledge::{DebugRec, Knowledge, ServerKnowledge};
+use super::memo::{ByAlloc, Memo};
 use crate::model::{
     proc_node_id, DebugSession, DebuggeeState, Fact, FactSource, Health, HealthError, HttpSession,
     LogsRead, NodeKind, NodeStatus, Observation, Proc, Role, SelfInfo, ServerInfo,
@@ -44,15 +44,67 @@ pub struct World {
     pub logs: BTreeMap<u32, LogsRead>,
     /// The observing process.
     pub me: SelfInfo,
+    /// `procs` indexed, the first time a rule asks (`procs` does not change once built).
+    index: OnceLock<ProcIndex>,
+}
+
+/// The live processes of a world by pid and by process group, and its watchdogs: a rule asks
+/// about each of thousands of subjects' relatives, and a walk of the table for each is
+/// quadratic at incident scale.
+#[derive(Debug, Clone, Default)]
+struct ProcIndex {
+    by_pid: rustc_hash::FxHashMap<u32, usize>,
+    by_group: rustc_hash::FxHashMap<u32, Vec<usize>>,
+    watchdogs: Vec<usize>,
+}
+
+impl ProcIndex {
+    fn of(procs: &[Arc<Proc>]) -> Self {
+        let mut idx = Self::default();
+        for (i, p) in procs.iter().enumerate() {
+            if p.exited_at.is_some() {
+                continue;
+            }
+            idx.by_pid.entry(p.pid).or_insert(i);
+            idx.by_group.entry(p.pgid).or_default().push(i);
+            if p.role == Role::Watchdog {
+                idx.watchdogs.push(i);
+            }
+        }
+        idx
+    }
 }
 
 impl World {
-    /// The live (or just exited) process with this pid.
+    /// The live process with this pid.
     pub fn proc(&self, pid: u32) -> Option<&Proc> {
-        self.procs
+        self.proc_arc(pid).map(|p| &**p)
+    }
+
+    /// The live process with this pid, as shared between steps.
+    pub fn proc_arc(&self, pid: u32) -> Option<&Arc<Proc>> {
+        let i = self.index().by_pid.get(&pid)?;
+        self.procs.get(*i)
+    }
+
+    /// The live members of process group `pgid`, in the table's order.
+    pub fn group(&self, pgid: u32) -> impl Iterator<Item = &Arc<Proc>> {
+        self.at_positions(self.index().by_group.get(&pgid).map(Vec::as_slice))
+    }
+
+    /// The live watchdogs, in the table's order.
+    pub fn watchdogs(&self) -> impl Iterator<Item = &Arc<Proc>> {
+        self.at_positions(Some(&self.index().watchdogs))
+    }
+
+    fn at_positions<'a>(&'a self, at: Option<&'a [usize]>) -> impl Iterator<Item = &'a Arc<Proc>> {
+        at.unwrap_or_default()
             .iter()
-            .find(|p| p.pid == pid && p.exited_at.is_none())
-            .map(|p| &**p)
+            .filter_map(|i| self.procs.get(*i))
+    }
+
+    fn index(&self) -> &ProcIndex {
+        self.index.get_or_init(|| ProcIndex::of(&self.procs))
     }
 
     /// The live server with this pid.
@@ -83,69 +135,10 @@ pub fn from_shared(obs: &Observation, procs: Vec<Arc<Proc>>, k: &Knowledge) -> W
 /// Each server's debug sessions as the last step built them — the session and its tree node —
 /// with what they were built from: the same allocations of its processes and an equal record
 /// from the logs give the very same session and node again, at incident scale thousands a tick.
-#[derive(Debug, Default)]
-pub struct SessionMemo {
-    built: HashMap<u32, HashMap<String, BuiltSession>>,
-    step: u64,
-}
-
-/// One debug session as built, what from, and the last step that asked for it.
-#[derive(Debug)]
-struct BuiltSession {
-    rec: Option<DebugRec>,
-    procs: Vec<Arc<Proc>>,
-    node: Option<Arc<TreeNode>>,
-    session: Arc<DebugSession>,
-    step: u64,
-}
+pub type SessionMemo = Memo<(u32, String), (Option<DebugRec>, Vec<ByAlloc<Proc>>), Built>;
 
 /// A debug session's node (none when it is history) and the session.
 type Built = (Option<Arc<TreeNode>>, Arc<DebugSession>);
-
-impl SessionMemo {
-    /// The session `id` of `server` as last built if built from these very inputs, else as
-    /// `build` builds it now (and remembered).
-    fn get(
-        &mut self,
-        server: u32,
-        id: &str,
-        rec: Option<&DebugRec>,
-        ps: &[&Arc<Proc>],
-        build: impl FnOnce() -> Built,
-    ) -> Built {
-        let step = self.step;
-        let sessions = self.built.entry(server).or_default();
-        if let Some(b) = sessions.get_mut(id) {
-            let same = b.rec.as_ref() == rec
-                && b.procs.len() == ps.len()
-                && b.procs.iter().zip(ps).all(|(a, b)| Arc::ptr_eq(a, b));
-            if same {
-                b.step = step;
-                return (b.node.clone(), Arc::clone(&b.session));
-            }
-        }
-        let (node, session) = build();
-        let b = BuiltSession {
-            rec: rec.cloned(),
-            procs: ps.iter().map(|p| Arc::clone(p)).collect(),
-            node: node.clone(),
-            session: Arc::clone(&session),
-            step,
-        };
-        sessions.insert(id.to_owned(), b);
-        (node, session)
-    }
-
-    /// Forgets what this step did not ask for; the next step begins.
-    fn turn(&mut self) {
-        let step = self.step;
-        self.built.retain(|_, sessions| {
-            sessions.retain(|_, b| b.step == step);
-            !sessions.is_empty()
-        });
-        self.step += 1;
-    }
-}
 
 /// [`from_shared`], reusing the debug sessions `memo` holds where nothing they were built from
 /// changed.
@@ -170,6 +163,7 @@ pub fn from_shared_with(
         logs: BTreeMap::new(),
         me: obs.me.clone(),
         procs: Vec::new(),
+        index: OnceLock::new(),
     };
     let empty = ServerKnowledge::default();
     for s in &obs.table.servers {
@@ -190,6 +184,7 @@ pub fn from_shared_with(
     host_trees(&mut w, &procs, &stdio);
     laps.lap("reconcile: hosts");
     w.procs = procs;
+    w.index = OnceLock::new();
     w
 }
 
@@ -533,9 +528,13 @@ fn session_nodes(
     for id in ids {
         let rec = know.debug.get(id);
         let ps = by_session.remove(id).unwrap_or_default();
-        let (node, session) = memo.get(server_pid, id, rec, &ps, || {
-            session_and_node(server_pid, id, rec, &ps)
-        });
+        let inputs = (rec.cloned(), ByAlloc::all(ps.iter().copied()));
+        let (node, session) = memo.get_or_build(
+            &(server_pid, id.to_owned()),
+            inputs,
+            |_| true,
+            || session_and_node(server_pid, id, rec, &ps),
+        );
         nodes.extend(node);
         out.push(session);
     }

@@ -20,7 +20,6 @@ pub mod stuck;
 mod twins;
 mod workers;
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,11 +27,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::memo::{ByAlloc, Memo};
 use super::plan::{self, PlanOptions, PlanTrace, SHORT_GRACE};
 use super::reconcile::World;
 use crate::model::{
     short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, ProcId,
-    Severity, DEFAULT_GRACE,
+    ServerInfo, Severity, DEFAULT_GRACE,
 };
 
 /// How findings are confirmed.
@@ -139,7 +139,7 @@ pub struct Ctx<'a> {
     /// Plans against `live`, indexed once for every finding of the step.
     pub planner: plan::Planner<'a>,
     /// Last step's findings about processes, for those whose inputs did not change.
-    memo: &'a FindingMemo,
+    memo: &'a RefCell<FindingMemo>,
     /// Since when each condition has held (last step's).
     first_seen: &'a BTreeMap<FindingId, DateTime<Utc>>,
 }
@@ -181,41 +181,52 @@ impl Ctx<'_> {
     /// the same allocation, `inputs` (everything else of the world `build` reads) are equal
     /// and the plan would be the same ([`plan::Planner::holds`]). At incident scale the rules
     /// would otherwise format and plan thousands of unchanged findings every tick.
-    pub fn memoized<K: PartialEq + Send + 'static>(
+    pub fn memoized(
         &self,
         kind: FindingKind,
         p: &Arc<Proc>,
-        inputs: K,
+        inputs: impl Into<Vec<Input>>,
         short: bool,
         build: impl FnOnce() -> Finding,
     ) -> Candidate {
-        let key = (kind, p.id());
-        let step = self.memo.step;
-        let mut built = self.memo.built.borrow_mut();
-        if let Some(m) = built.get_mut(&key).filter(|m| {
-            Arc::ptr_eq(&m.subject, p)
-                && m.short == short
-                && m.inputs.downcast_ref::<K>() == Some(&inputs)
-                && self.planner.holds(&m.trace)
-        }) {
-            m.step = step;
-            return Candidate::of_shared(Arc::clone(&m.finding));
-        }
-        let mut f = build();
-        let (plan, trace) = self.planner.plan_with_trace(p, plan_options(short));
-        f.plan = Some(plan);
-        f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
-        let finding = Arc::new(f);
-        let m = Memoized {
-            subject: Arc::clone(p),
-            inputs: Box::new(inputs),
-            short,
-            trace,
-            finding: Arc::clone(&finding),
-            step,
-        };
-        built.insert(key, m);
-        Candidate::of_shared(finding)
+        let inputs = (ByAlloc::of(p), short, inputs.into());
+        let finding = self.memo.borrow_mut().get_or_build(
+            &(kind, p.id()),
+            inputs,
+            |m| self.planner.holds(&m.trace),
+            || {
+                let mut f = build();
+                let (plan, trace) = self.planner.plan_with_trace(p, plan_options(short));
+                f.plan = Some(plan);
+                f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
+                Arc::new(Memoized {
+                    finding: Arc::new(f),
+                    trace,
+                })
+            },
+        );
+        Candidate::of_shared(Arc::clone(&finding.finding))
+    }
+}
+
+/// One thing of the world besides its subject that a memoised finding is made from
+/// ([`Ctx::memoized`]): what the rule read, as it read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// A process, or that there is none, by allocation.
+    Proc(Option<ByAlloc<Proc>>),
+    /// Processes, in order, by allocation.
+    Procs(Vec<ByAlloc<Proc>>),
+    /// A live mcp-debugger server as read, or that there is none.
+    Server(Option<ServerInfo>),
+    /// A yes or no the world answered (a group's leader lives).
+    Fact(bool),
+}
+
+impl Input {
+    /// The process `p`, or none, by allocation.
+    pub fn proc(p: Option<&Arc<Proc>>) -> Self {
+        Self::Proc(p.map(ByAlloc::of))
     }
 }
 
@@ -227,37 +238,16 @@ fn plan_options(short: bool) -> PlanOptions {
     opts
 }
 
-/// Findings about processes as [`Ctx::memoized`] built them, by kind and subject, each with
-/// the last step that asked for it.
-#[derive(Default)]
-struct FindingMemo {
-    built: RefCell<rustc_hash::FxHashMap<(FindingKind, ProcId), Memoized>>,
-    step: u64,
-}
+/// Findings about processes as [`Ctx::memoized`] built them, by kind and subject: each made
+/// from its subject, whether its plan is the short one, and the rule's other inputs; held with
+/// what its plan read.
+type FindingMemo = Memo<(FindingKind, ProcId), (ByAlloc<Proc>, bool, Vec<Input>), Arc<Memoized>>;
 
-impl std::fmt::Debug for FindingMemo {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FindingMemo({} findings)", self.built.borrow().len())
-    }
-}
-
-impl FindingMemo {
-    /// Forgets what no rule asked for this step; the next step begins.
-    fn turn(&mut self) {
-        let step = self.step;
-        self.built.get_mut().retain(|_, m| m.step == step);
-        self.step += 1;
-    }
-}
-
-/// One finding, everything it was made from, and the last step that asked for it.
+/// A finding and what its kill plan was made from.
+#[derive(Debug)]
 struct Memoized {
-    subject: Arc<Proc>,
-    inputs: Box<dyn Any + Send>,
-    short: bool,
-    trace: PlanTrace,
     finding: Arc<Finding>,
-    step: u64,
+    trace: PlanTrace,
 }
 
 /// A finding about one process, with what every such finding has in common filled in.
@@ -323,7 +313,7 @@ pub struct Evaluator {
     /// Conditions that held at the last evaluation but not yet long enough.
     unconfirmed: Vec<Arc<Finding>>,
     argv: plan::ArgvMemo,
-    memo: FindingMemo,
+    memo: RefCell<FindingMemo>,
 }
 
 impl Evaluator {
@@ -334,7 +324,7 @@ impl Evaluator {
             first_seen: BTreeMap::new(),
             unconfirmed: Vec::new(),
             argv: plan::ArgvMemo::default(),
-            memo: FindingMemo::default(),
+            memo: RefCell::default(),
         }
     }
 
@@ -371,7 +361,7 @@ impl Evaluator {
             laps.lap(kind.as_str());
         }
         drop(ctx);
-        self.memo.turn();
+        self.memo.get_mut().turn();
         self.argv.retain_live(live);
         laps.lap("rules: argv memo");
         let now = world.at;

@@ -1795,3 +1795,139 @@ proptest::proptest! {
         }
     }
 }
+
+/// A change to one input of a memoised finding, by name.
+type Change<'a> = (&'a str, &'a dyn Fn(Obs) -> Obs);
+
+/// Checks a memoised rule's invalidation: with nothing changed, its finding about `subject` is
+/// last step's very allocation; after each change (applied from t = 2 on), it differs from what
+/// it was and is exactly what a state that never saw the earlier steps finds — its memo had
+/// nothing to answer from — but for `since`. A rule that reads an input it does not name
+/// fails here for the change that touches it.
+fn memo_follows(kind: FindingKind, subject: u32, base: impl Fn(i64) -> Obs, changes: &[Change]) {
+    let config = || StateConfig {
+        verdicts: VerdictConfig {
+            grace: Duration::ZERO,
+            ..VerdictConfig::default()
+        },
+        redact: false,
+        ..StateConfig::default()
+    };
+    let about = |s: &mut State, o: Obs| {
+        let snap = s.step(o.build()).snapshot;
+        snap.findings
+            .into_iter()
+            .find(|f| f.kind == kind && f.pids.first() == Some(&subject))
+    };
+    let without_since = |f: &Finding| Finding {
+        since: at(0),
+        ..f.clone()
+    };
+    let mut s = State::new(config());
+    let _ = about(&mut s, base(0));
+    let first = about(&mut s, base(1)).unwrap_or_else(|| panic!("no {kind} about {subject}"));
+    let again = about(&mut s, base(2));
+    assert!(
+        again.is_some_and(|f| std::sync::Arc::ptr_eq(&f, &first)),
+        "nothing changed: last step's very finding"
+    );
+    for (what, change) in changes {
+        let mut memo = State::new(config());
+        let _ = (about(&mut memo, base(0)), about(&mut memo, base(1)));
+        let after = about(&mut memo, change(base(2)));
+        let mut fresh = State::new(config());
+        let _ = about(&mut fresh, change(base(1)));
+        let expected = about(&mut fresh, change(base(2)));
+        let (after, expected) = (after.as_deref(), expected.as_deref());
+        assert_eq!(
+            after.map(without_since),
+            expected.map(without_since),
+            "{what}: the memo's finding is not what the rule finds"
+        );
+        assert_ne!(
+            after.map(without_since),
+            Some(without_since(&first)),
+            "{what}: the change does not change the finding (it tests no input)"
+        );
+    }
+}
+
+#[test]
+fn a_memoised_leaked_adapter_follows_every_input() {
+    let session = |p: P| p.session("s-1");
+    let base = |t: i64| {
+        Obs::at(t)
+            .proc(
+                session(P::new(300, Role::Adapter))
+                    .main_pid(100)
+                    .language(Language::Python)
+                    .build(),
+            )
+            .proc(
+                session(P::new(301, Role::Debuggee))
+                    .ppid(300)
+                    .group(300, 300)
+                    .build(),
+            )
+    };
+    memo_follows(
+        FindingKind::LeakedAdapter,
+        300,
+        base,
+        &[
+            ("its parent is re-read (now a zombie)", &|o| {
+                o.proc(P::new(1, Role::Other).state(ProcState::Zombie).build())
+            }),
+            ("another process joins its group", &|o| {
+                o.proc(
+                    session(P::new(302, Role::Debuggee))
+                        .ppid(301)
+                        .group(300, 300)
+                        .build(),
+                )
+            }),
+            ("a watchdog of its session appears", &|o| {
+                o.proc(session(P::new(303, Role::Watchdog)).inspector(300).build())
+            }),
+            ("its debuggee's command line changes", &|o| {
+                o.replacing(
+                    session(P::new(301, Role::Debuggee))
+                        .ppid(300)
+                        .group(300, 300)
+                        .argv("python other.py")
+                        .build(),
+                )
+            }),
+            ("the server its marker names is gone", &|o| {
+                o.without_server()
+            }),
+            ("the adapter itself is re-read", &|o| {
+                o.replacing(
+                    session(P::new(300, Role::Adapter))
+                        .main_pid(100)
+                        .language(Language::Python)
+                        .was_under(200)
+                        .build(),
+                )
+            }),
+        ],
+    );
+}
+
+#[test]
+fn a_memoised_orphaned_worker_follows_every_input() {
+    let base = |t: i64| Obs::at(t).proc(worker(300, "s-0").owner(999).ppid(1).build());
+    memo_follows(
+        FindingKind::OrphanedWorker,
+        300,
+        base,
+        &[
+            ("a child is started under it", &|o| {
+                o.proc(P::new(310, Role::Adapter).ppid(300).session("s-0").build())
+            }),
+            ("it is re-read under another parent", &|o| {
+                o.replacing(worker(300, "s-0").owner(999).ppid(77).build())
+            }),
+        ],
+    );
+}

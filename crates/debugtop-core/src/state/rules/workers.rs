@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{about, of_session, secs, Candidate, Ctx};
+use super::{about, of_session, secs, Candidate, Ctx, Input};
 use crate::model::{
     DebugSession, FindingKind, Health, Proc, Role, ServerInfo, ServerMode, Severity,
 };
@@ -35,9 +35,13 @@ pub fn orphaned_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
         .map(|p| {
             // Everything of the world the finding reads besides the worker itself.
             let owner = p.owner_pid.and_then(|o| ctx.world.server(o)).cloned();
-            ctx.memoized(FindingKind::OrphanedWorker, p, owner, true, || {
-                orphan_finding(ctx, p)
-            })
+            ctx.memoized(
+                FindingKind::OrphanedWorker,
+                p,
+                [Input::Server(owner)],
+                true,
+                || orphan_finding(ctx, p),
+            )
         })
         .collect()
 }
