@@ -18,7 +18,7 @@ fn events_for(u: &Update, pid: u32) -> Vec<TimelineEvent> {
         .timeline
         .iter()
         .filter(|e| e.pid == Some(pid))
-        .cloned()
+        .map(|e| (**e).clone())
         .collect()
 }
 

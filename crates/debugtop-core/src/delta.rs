@@ -147,17 +147,22 @@ pub fn apply_keyed<T: Key + Clone>(a: &[T], k: &Keyed<T>) -> Vec<T> {
 
 /// The timeline's change from `a` to `b`: events are appended at the end and fall off the
 /// front, so `b` continues `a` from some index; otherwise it is sent whole.
-pub fn timeline(a: &[TimelineEvent], b: &[TimelineEvent]) -> Option<TimelineChanges> {
-    if a.len() == b.len() && a == b {
+pub fn timeline(a: &[Arc<TimelineEvent>], b: &[Arc<TimelineEvent>]) -> Option<TimelineChanges> {
+    // Events are shared from the step's timeline: the same event is mostly the same allocation.
+    let same = |x: &Arc<TimelineEvent>, y: &Arc<TimelineEvent>| Arc::ptr_eq(x, y) || x == y;
+    let all_same = |x: &[Arc<TimelineEvent>], y: &[Arc<TimelineEvent>]| {
+        x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+    };
+    if all_same(a, b) {
         return None;
     }
     let continues = |drop: usize| {
         let kept = a.len() - drop;
-        b.len() >= kept && a[drop..] == b[..kept]
+        b.len() >= kept && all_same(&a[drop..], &b[..kept])
     };
     let drop = match b.first() {
         None => None,
-        Some(first) => (0..a.len()).find(|&i| a[i] == *first && continues(i)),
+        Some(first) => (0..a.len()).find(|&i| same(&a[i], first) && continues(i)),
     }
     .or_else(|| b.is_empty().then_some(a.len()));
     Some(match drop {

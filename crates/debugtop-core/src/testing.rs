@@ -919,7 +919,7 @@ pub fn sample_snapshot() -> Snapshot {
         groups: crate::model::group_findings(std::slice::from_ref(&finding)),
         findings: vec![Arc::new(finding)],
         unconfirmed: Vec::new(),
-        timeline: sample_timeline(&ended),
+        timeline: sample_timeline(&ended).into_iter().map(Arc::new).collect(),
         log_excerpts: vec![LogExcerpt {
             finding_id: "leaked-adapter:1019.7133".parse().ok(),
             file: SAMPLE_LOG.into(),

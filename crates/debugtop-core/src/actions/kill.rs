@@ -74,8 +74,23 @@ pub struct KillOptions {
 }
 
 /// Plans what `request` asks for against the live table and the current findings: the one
-/// planning path of the CLI and the app.
+/// planning path of the CLI and the app. The plan leaves the core here, to be shown before it
+/// is carried out: its targets' command lines are redacted (the executor reads only pids and
+/// start times).
 pub fn plan_for<F: AsRef<Finding>>(
+    request: &KillRequest,
+    findings: &[F],
+    live: &LiveTable,
+    opts: KillOptions,
+) -> Result<KillPlan> {
+    let mut plan = planned(request, findings, live, opts)?;
+    for t in &mut plan.targets {
+        t.argv = crate::redact::redact_argv(&t.argv);
+    }
+    Ok(plan)
+}
+
+fn planned<F: AsRef<Finding>>(
     request: &KillRequest,
     findings: &[F],
     live: &LiveTable,

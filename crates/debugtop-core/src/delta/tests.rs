@@ -60,8 +60,8 @@ fn a_new_event_sends_only_itself_and_old_ones_fall_off_the_front() {
     let mut b = a.clone();
     b.timeline.remove(0);
     let mut e = b.timeline[0].clone();
-    e.text = "a new one".into();
-    e.kind = TimelineKind::Log;
+    Arc::make_mut(&mut e).text = "a new one".into();
+    Arc::make_mut(&mut e).kind = TimelineKind::Log;
     b.timeline.push(e.clone());
     let c = round_trip(&a, &b);
     let t = c.timeline.unwrap_or_default();
@@ -74,7 +74,7 @@ fn a_new_event_sends_only_itself_and_old_ones_fall_off_the_front() {
 fn a_timeline_that_does_not_continue_is_sent_whole() {
     let a = sample_snapshot();
     let mut b = a.clone();
-    b.timeline[0].text = "rewritten history".into();
+    Arc::make_mut(&mut b.timeline[0]).text = "rewritten history".into();
     let c = round_trip(&a, &b);
     assert!(c.timeline.is_some_and(|t| t.reset));
     let mut b = a.clone();
@@ -161,7 +161,7 @@ fn edit(s: &mut Snapshot, op: u8, at: usize) {
         7 => {
             if let Some(e) = s.timeline.last().cloned() {
                 let mut e = e;
-                e.text = format!("event {at}");
+                Arc::make_mut(&mut e).text = format!("event {at}");
                 s.timeline.push(e);
                 if at % 3 == 0 {
                     s.timeline.remove(0);

@@ -2,6 +2,8 @@
 //! changed since the update it was last sent. A window left open all day on a quiet machine
 //! receives a few dozen bytes a tick, not the whole world and ten thousand timeline events.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -175,7 +177,7 @@ pub struct TimelineChanges {
     #[serde(default)]
     pub drop_front: u32,
     /// New events, oldest first.
-    pub append: Vec<TimelineEvent>,
+    pub append: Vec<Arc<TimelineEvent>>,
 }
 
 /// Something with a stable key inside its list.

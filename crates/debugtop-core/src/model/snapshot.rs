@@ -178,7 +178,7 @@ pub struct Snapshot {
     #[serde(default)]
     pub groups: Vec<FindingGroup>,
     /// Timeline (the last minutes).
-    pub timeline: Vec<TimelineEvent>,
+    pub timeline: Vec<Arc<TimelineEvent>>,
     /// Log lines around each finding's evidence (filled on export).
     pub log_excerpts: Vec<LogExcerpt>,
     /// Each source's health.

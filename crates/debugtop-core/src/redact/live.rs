@@ -16,7 +16,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{redact_serde, redact_snapshot};
-use crate::model::{DebugSession, Finding, HttpSession, Proc, Snapshot, TreeNode};
+use crate::model::{
+    DebugSession, Finding, HttpSession, LogEvent, Proc, Snapshot, TimelineEvent, TreeNode,
+};
 
 /// One element as it came and as it leaves.
 #[derive(Debug)]
@@ -128,6 +130,7 @@ pub struct LiveRedaction {
     findings: Memo<Arc<Finding>>,
     debug_sessions: Memo<Arc<DebugSession>>,
     http_sessions: Memo<HttpSession>,
+    timeline: Memo<Arc<TimelineEvent>>,
 }
 
 impl LiveRedaction {
@@ -139,8 +142,7 @@ impl LiveRedaction {
         }
     }
 
-    /// Redacts `s` in place, all but its timeline (whose events are redacted one by one as
-    /// they are recorded).
+    /// Redacts `s` in place.
     pub fn apply(&mut self, s: &mut Snapshot) {
         let procs = std::mem::take(&mut s.processes);
         let tree = std::mem::take(&mut s.tree);
@@ -195,9 +197,25 @@ impl LiveRedaction {
             unchanged,
         );
         laps.lap("redaction: sessions");
+        // An event never changes once recorded: the window moves over the same allocations,
+        // each found at its old place or by its address (the memo holds it: not reused).
+        s.timeline = self.timeline.apply(
+            timeline,
+            home,
+            |e| Arc::as_ptr(e) as usize,
+            Arc::ptr_eq,
+            unchanged_shared,
+        );
+        laps.lap("redaction: timeline");
         s.tree = self.tree(&tree);
         laps.lap("redaction: tree");
-        s.timeline = timeline;
+    }
+
+    /// Redacts log events as they leave the step (each is new: nothing to reuse); one whose
+    /// redaction broke its shape is dropped.
+    pub fn events(&self, events: &mut Vec<LogEvent>) {
+        let home = self.home.as_deref();
+        events.retain_mut(|e| super::redact_serde(e, home));
     }
 
     fn tree(&mut self, raw: &[Arc<TreeNode>]) -> Vec<Arc<TreeNode>> {
@@ -270,9 +288,7 @@ mod tests {
 
     fn whole(s: &Snapshot) -> Snapshot {
         let mut w = s.clone();
-        let timeline = std::mem::take(&mut w.timeline);
         redact_snapshot(&mut w, Some("/home/dev"));
-        w.timeline = timeline;
         w
     }
 
@@ -318,6 +334,21 @@ mod tests {
                     d.name = Some(format!("run --pass {secret}"));
                 }
             }
+            7 => {
+                let mut e = TimelineEvent::new(
+                    crate::testing::at(at as i64),
+                    crate::model::TimelineKind::ProcessAppeared,
+                    format!("worker {at} appeared: node /home/dev/w.js --token {secret}"),
+                );
+                e.pid = Some(at as u32);
+                let i = s.timeline.partition_point(|x| x.at <= e.at);
+                s.timeline.insert(i, Arc::new(e));
+            }
+            8 => {
+                if !s.timeline.is_empty() {
+                    s.timeline.remove(at % s.timeline.len());
+                }
+            }
             _ => {
                 if !s.tree.is_empty() {
                     s.tree.remove(at % s.tree.len());
@@ -329,7 +360,7 @@ mod tests {
     proptest! {
         #[test]
         fn reusing_last_ticks_redaction_gives_what_redacting_everything_gives(
-            ops in proptest::collection::vec((0u8..7, 0usize..1000), 0..10),
+            ops in proptest::collection::vec((0u8..9, 0usize..1000), 0..10),
             secret in "Zq[A-Za-z0-9]{10,18}",
             host in proptest::bool::ANY,
         ) {

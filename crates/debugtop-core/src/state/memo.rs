@@ -72,17 +72,20 @@ impl<K, I, V> Default for Memo<K, I, V> {
 impl<K: Hash + Eq, I: PartialEq, V: Clone> Memo<K, I, V> {
     /// The value last built under `key` from inputs equal to `inputs`, if `holds` says it is
     /// still good (a check the inputs cannot make: a kill plan against this step's table);
-    /// else `build`'s, remembered with `inputs`.
-    pub fn get_or_build<Q>(
+    /// else `build`'s, remembered with `inputs`. The inputs may be given borrowed (`J`): they
+    /// are made owned only when something is built.
+    pub fn get_or_build<Q, J>(
         &mut self,
         key: &Q,
-        inputs: I,
+        inputs: J,
         holds: impl FnOnce(&V) -> bool,
         build: impl FnOnce() -> V,
     ) -> V
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        I: PartialEq<J>,
+        J: Into<I>,
     {
         let step = self.step;
         if let Some(b) = self
@@ -95,7 +98,7 @@ impl<K: Hash + Eq, I: PartialEq, V: Clone> Memo<K, I, V> {
         }
         let value = build();
         let b = Built {
-            inputs,
+            inputs: inputs.into(),
             value: value.clone(),
             step,
         };

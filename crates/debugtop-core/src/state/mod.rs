@@ -21,7 +21,7 @@ use crate::model::{
     DebugSession, Finding, FindingId, LiveTable, Observation, Proc, ProcId, ScanStats, Snapshot,
     SourceKind, SourceState, SourceStatus, TreeNode, Update, SCHEMA,
 };
-use crate::redact::{redact_serde, LiveRedaction};
+use crate::redact::LiveRedaction;
 use knowledge::Knowledge;
 use reconcile::World;
 use rules::{Evaluator, VerdictConfig};
@@ -90,14 +90,7 @@ impl State {
             knowledge: Knowledge::default(),
             evaluator: Evaluator::new(config.verdicts),
             tombs: tombs::Tombs::new(config.tomb_ttl),
-            timeline: {
-                let t = Timeline::new(config.timeline_capacity);
-                if config.redact {
-                    t.redacting(config.home.clone())
-                } else {
-                    t
-                }
-            },
+            timeline: Timeline::new(config.timeline_capacity),
             live: LiveTable::default(),
             redaction: LiveRedaction::new(config.home.clone()),
             procs: Interned::default(),
@@ -124,20 +117,30 @@ impl State {
         self.timeline.observe_world(&world, &findings, &events);
         laps.lap("step: timeline (world)");
         let snapshot = self.snapshot(&world, findings, &obs);
-        laps.lap("step: snapshot + redaction");
+        laps.lap("step: snapshot");
         drop((world, obs));
         laps.lap("step: drop");
-        let mut events = events;
-        if self.config.redact {
-            // The raw log events leave the core too (`watch --json`, the app's channel).
-            let home = self.config.home.as_deref();
-            events.retain_mut(|e| redact_serde(e, home));
-        }
-        Update {
+        self.publish(Update {
             seq: self.seq,
             snapshot,
             events,
+        })
+    }
+
+    /// The update as it leaves the step: redacted here and nowhere before (what the step keeps
+    /// — the timeline, plans, log events — is raw), and its findings grouped as published.
+    fn publish(&mut self, mut u: Update) -> Update {
+        let mut laps = crate::cost::Laps::start();
+        if self.config.redact {
+            self.redaction.apply(&mut u.snapshot);
+            // The raw log events leave the core too (`watch --json`, the app's channel).
+            self.redaction.events(&mut u.events);
         }
+        laps.lap("publish: redaction");
+        // From the findings as published (redacted): a group says only what its findings say.
+        u.snapshot.groups = crate::model::group_findings(&u.snapshot.findings);
+        laps.lap("publish: groups");
+        u
     }
 
     /// The world of this observation, everything in it that did not change last step's
@@ -189,7 +192,7 @@ impl State {
         let mut laps = crate::cost::Laps::start();
         let mut sources = vec![process_table_status(&obs.table.stats)];
         sources.extend(world.sources.iter().cloned());
-        let mut s = Snapshot {
+        let s = Snapshot {
             schema: SCHEMA.to_owned(),
             taken_at: world.at,
             host: obs.host.clone(),
@@ -200,8 +203,7 @@ impl State {
             debug_sessions: world.debug_sessions.clone(),
             processes: world.procs.clone(),
             tree: world.tree.clone(),
-            // Grouped below, from the findings as published (redacted): a group says only
-            // what its findings say, and 5,000 ids need no second redaction.
+            // Grouped as published.
             groups: Vec::new(),
             findings,
             unconfirmed: if self.config.publish_unconfirmed {
@@ -215,12 +217,6 @@ impl State {
             environment: None,
         };
         laps.lap("snapshot: copy");
-        if self.config.redact {
-            self.redaction.apply(&mut s);
-        }
-        laps.lap("snapshot: redaction");
-        s.groups = crate::model::group_findings(&s.findings);
-        laps.lap("snapshot: groups");
         s
     }
 }

@@ -4,15 +4,13 @@
 //! watchdogs lead), leaves first and workers last, each with its identity (pid + start ticks).
 //! Execution (in `actions::kill`) re-applies every refusal against the live table.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::model::{KillPlan, KillTarget, LiveTable, Proc, ProcId, Refusal, Role, SelfInfo, Via};
-use crate::redact::redact_argv;
+use crate::model::{KillPlan, KillTarget, LiveTable, Proc, Refusal, Role, SelfInfo, Via};
 
 /// Default time between SIGTERM and SIGKILL.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
@@ -147,7 +145,7 @@ type Related = Vec<(Arc<Proc>, Via)>;
 
 /// Plans the end of `pids` against the live table.
 pub fn plan(live: &LiveTable, pids: &[u32], opts: PlanOptions) -> KillPlan {
-    Planner::new(live, None).plan(pids, opts)
+    Planner::new(live).plan(pids, opts)
 }
 
 /// Why the process table does not tie `q` to `subject` — the process a finding is about — if
@@ -208,42 +206,11 @@ fn descends_from(idx: &Index<'_>, q: &Proc, ancestor: u32) -> bool {
     false
 }
 
-/// The redacted command lines of the processes planned at the last ticks, by identity: a plan
-/// shows each target's command line redacted, and at incident scale the rules plan thousands
-/// of kills a tick whose command lines never change.
-#[derive(Debug, Default)]
-pub struct ArgvMemo(RefCell<HashMap<ProcId, RawAndRedacted>>);
-
-/// A command line as read and as shown.
-type RawAndRedacted = (Vec<String>, Vec<String>);
-
-impl ArgvMemo {
-    /// `p`'s command line, redacted.
-    fn redacted(&self, p: &Proc) -> Vec<String> {
-        let mut m = self.0.borrow_mut();
-        match m.get(&p.id()) {
-            Some((raw, red)) if *raw == p.argv => red.clone(),
-            _ => {
-                let red = redact_argv(&p.argv);
-                m.insert(p.id(), (p.argv.clone(), red.clone()));
-                red
-            }
-        }
-    }
-
-    /// Forgets the processes no longer live.
-    pub fn retain_live(&mut self, live: &LiveTable) {
-        let ids: rustc_hash::FxHashSet<ProcId> = live.procs.iter().map(|p| p.id()).collect();
-        self.0.get_mut().retain(|id, _| ids.contains(id));
-    }
-}
-
 /// Plans against one live table, its index built once: the rules plan one kill per finding,
 /// a thousand of them at incident scale.
 pub struct Planner<'a> {
     live: &'a LiveTable,
     idx: Index<'a>,
-    argv: Option<&'a ArgvMemo>,
 }
 
 impl std::fmt::Debug for Planner<'_> {
@@ -253,12 +220,11 @@ impl std::fmt::Debug for Planner<'_> {
 }
 
 impl<'a> Planner<'a> {
-    /// Indexes `live`; redacts command lines through `argv` when given.
-    pub fn new(live: &'a LiveTable, argv: Option<&'a ArgvMemo>) -> Self {
+    /// Indexes `live`.
+    pub fn new(live: &'a LiveTable) -> Self {
         Self {
             live,
             idx: Index::new(live),
-            argv,
         }
     }
 
@@ -359,10 +325,7 @@ impl<'a> Planner<'a> {
         let uid = subject.map(|s| s.uid);
         expand(live, idx, &mut chosen, opts.tree, uid, trace);
         KillPlan {
-            targets: ordered_targets(&idx.by_pid, &chosen, |p| match self.argv {
-                Some(m) => m.redacted(p),
-                None => redact_argv(&p.argv),
-            }),
+            targets: ordered_targets(&idx.by_pid, &chosen),
             refused: order.iter().filter_map(|p| refused.remove(p)).collect(),
             grace_ms: u64::try_from(opts.grace.min(MAX_GRACE).as_millis()).unwrap_or(u64::MAX),
             method: crate::model::KillMethod::default(),
@@ -376,11 +339,10 @@ impl<'a> Planner<'a> {
 fn ordered_targets(
     by_pid: &HashMap<u32, &Arc<Proc>>,
     chosen: &BTreeMap<u32, Via>,
-    argv: impl Fn(&Proc) -> Vec<String>,
 ) -> Vec<KillTarget> {
     let mut targets: Vec<KillTarget> = chosen
         .iter()
-        .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via, argv(p))))
+        .filter_map(|(&pid, &via)| by_pid.get(&pid).map(|p| target(p, via)))
         .collect();
     // A server's workers before it, its wrappers (npx, `sh -c`) after it: leaves first.
     let rank = |r: Role| match r {
@@ -459,14 +421,16 @@ fn depth(by_pid: &HashMap<u32, &Arc<Proc>>, chosen: &BTreeMap<u32, Via>, pid: u3
     d
 }
 
-fn target(p: &Proc, via: Via, argv: Vec<String>) -> KillTarget {
+/// A target as the table has it: its command line raw (a plan leaves the core redacted, with
+/// what carries it).
+fn target(p: &Proc, via: Via) -> KillTarget {
     KillTarget {
         pid: p.pid,
         start_ticks: p.start_ticks,
         role: p.role,
         pgid: p.pgid,
         sid: p.sid,
-        argv,
+        argv: p.argv.clone(),
         via,
     }
 }
@@ -486,39 +450,6 @@ mod tests {
                 ancestors: vec![40, 30],
             },
         }
-    }
-
-    #[test]
-    fn a_remembered_command_line_is_redacted_and_follows_a_change() {
-        let memo = ArgvMemo::default();
-        let worker = |argv: &str| {
-            ProcBuilder::new(4_000_001, Role::Worker)
-                .ppid(1)
-                .argv(argv)
-                .build()
-        };
-        let argv_of = |t: &LiveTable| {
-            Planner::new(t, Some(&memo))
-                .plan(&[4_000_001], PlanOptions::default())
-                .targets[0]
-                .argv
-                .join(" ")
-        };
-        let first = live(vec![worker("node w.js --token Zq1secret1")]);
-        assert_eq!(
-            argv_of(&first),
-            format!("node w.js --token {}", crate::redact::REDACTED)
-        );
-        assert_eq!(argv_of(&first), argv_of(&first));
-        let changed = live(vec![worker("node w.js --password Zq2secret2 --x")]);
-        let shown = argv_of(&changed);
-        assert!(
-            shown.ends_with("--x") && !shown.contains("Zq2secret2"),
-            "{shown}"
-        );
-        let mut memo = memo;
-        memo.retain_live(&live(vec![]));
-        assert!(memo.0.borrow().is_empty());
     }
 
     #[test]
@@ -632,10 +563,9 @@ mod tests {
             me: live(vec![]).me,
         };
         let t0 = table(first.clone());
-        let (plan, trace) =
-            Planner::new(&t0, None).plan_with_trace(&first[0], PlanOptions::default());
+        let (plan, trace) = Planner::new(&t0).plan_with_trace(&first[0], PlanOptions::default());
         assert_eq!(plan.targets.len(), 2);
-        let holds = |t: &LiveTable| Planner::new(t, None).holds(&trace);
+        let holds = |t: &LiveTable| Planner::new(t).holds(&trace);
         assert!(holds(&t0));
         let mut unrelated = first.clone();
         unrelated[2] = std::sync::Arc::new(
@@ -685,16 +615,16 @@ mod tests {
         other_me.me.pid = 51;
         assert!(!holds(&other_me), "another planner (its own refusals)");
         let missing = ProcBuilder::new(4_000_005, Role::Worker).ppid(1).build();
-        let asked_missing = Planner::new(&t0, None)
+        let asked_missing = Planner::new(&t0)
             .plan_with_trace(&missing, PlanOptions::default())
             .1;
         let mut appeared = first;
         appeared.push(std::sync::Arc::new(
             ProcBuilder::new(4_000_005, Role::Worker).ppid(1).build(),
         ));
-        assert!(Planner::new(&t0, None).holds(&asked_missing));
+        assert!(Planner::new(&t0).holds(&asked_missing));
         assert!(
-            !Planner::new(&table(appeared), None).holds(&asked_missing),
+            !Planner::new(&table(appeared)).holds(&asked_missing),
             "a refused pid now live"
         );
     }
@@ -716,7 +646,7 @@ mod tests {
         ]);
         t.me.uid = Some(0);
         let subject = ProcBuilder::new(4_000_001, Role::Adapter).ppid(1).build();
-        let planner = Planner::new(&t, None);
+        let planner = Planner::new(&t);
         let pids = |p: &KillPlan| p.targets.iter().map(|t| t.pid).collect::<Vec<_>>();
         let about = planner.plan_about(&subject, &[4_000_001], PlanOptions::default());
         assert_eq!(pids(&about), [4_000_003, 4_000_001], "not root's child");

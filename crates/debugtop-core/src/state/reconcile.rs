@@ -135,7 +135,35 @@ pub fn from_shared(obs: &Observation, procs: Vec<Arc<Proc>>, k: &Knowledge) -> W
 /// Each server's debug sessions as the last step built them — the session and its tree node —
 /// with what they were built from: the same allocations of its processes and an equal record
 /// from the logs give the very same session and node again, at incident scale thousands a tick.
-pub type SessionMemo = Memo<(u32, String), (Option<DebugRec>, Vec<ByAlloc<Proc>>), Built>;
+pub type SessionMemo = Memo<SessionKey, SessionInputs, Built>;
+
+/// A debug session: its server and its id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionKey(u32, String);
+
+/// What a debug session and its node are made from: its record from the logs and its
+/// processes, by allocation.
+#[derive(Debug, PartialEq)]
+pub struct SessionInputs(Option<DebugRec>, Vec<ByAlloc<Proc>>);
+
+/// [`SessionInputs`] as a step has them, borrowed: a session that did not change is found
+/// again without a copy of either.
+#[derive(Debug, Clone, Copy)]
+struct SessionNow<'a>(Option<&'a DebugRec>, &'a [&'a Arc<Proc>]);
+
+impl PartialEq<SessionNow<'_>> for SessionInputs {
+    fn eq(&self, now: &SessionNow<'_>) -> bool {
+        self.0.as_ref() == now.0
+            && self.1.len() == now.1.len()
+            && self.1.iter().zip(now.1).all(|(a, b)| Arc::ptr_eq(&a.0, b))
+    }
+}
+
+impl From<SessionNow<'_>> for SessionInputs {
+    fn from(now: SessionNow<'_>) -> Self {
+        Self(now.0.cloned(), ByAlloc::all(now.1.iter().copied()))
+    }
+}
 
 /// A debug session's node (none when it is history) and the session.
 type Built = (Option<Arc<TreeNode>>, Arc<DebugSession>);
@@ -528,10 +556,9 @@ fn session_nodes(
     for id in ids {
         let rec = know.debug.get(id);
         let ps = by_session.remove(id).unwrap_or_default();
-        let inputs = (rec.cloned(), ByAlloc::all(ps.iter().copied()));
         let (node, session) = memo.get_or_build(
-            &(server_pid, id.to_owned()),
-            inputs,
+            &SessionKey(server_pid, id.to_owned()),
+            SessionNow(rec, &ps),
             |_| true,
             || session_and_node(server_pid, id, rec, &ps),
         );

@@ -42,7 +42,7 @@ fn same_arcs<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
 /// The timeline state.
 #[derive(Debug)]
 pub struct Timeline {
-    events: VecDeque<TimelineEvent>,
+    events: VecDeque<Arc<TimelineEvent>>,
     capacity: usize,
     procs: HashMap<ProcId, Arc<Proc>>,
     /// The sessions seen at the last step, by server (looked up by `&str`, without a copy).
@@ -54,9 +54,6 @@ pub struct Timeline {
     /// comparing them is a small part of building the sets again).
     observed: Observed,
     primed: bool,
-    /// Redact each event as it is recorded (`Some(home)`), so a snapshot's timeline needs no
-    /// redaction per tick.
-    redact: Option<Option<String>>,
 }
 
 impl Default for Timeline {
@@ -72,7 +69,6 @@ impl Timeline {
             events: VecDeque::new(),
             capacity: capacity.max(1),
             procs: HashMap::new(),
-            redact: None,
             sessions: FxHashMap::default(),
             ended: BTreeSet::new(),
             findings: FxHashMap::default(),
@@ -92,26 +88,15 @@ impl Timeline {
     }
 
     /// Events at or after `since`, oldest first.
-    pub fn since(&self, since: DateTime<Utc>) -> Vec<TimelineEvent> {
+    pub fn since(&self, since: DateTime<Utc>) -> Vec<Arc<TimelineEvent>> {
         let start = self.events.partition_point(|e| e.at < since);
         self.events.iter().skip(start).cloned().collect()
-    }
-
-    /// Records every event redacted (its text, its source), `home` shown as `~`.
-    pub fn redacting(mut self, home: Option<String>) -> Self {
-        self.redact = Some(home);
-        self
     }
 
     /// Adds events, keeping time order and the capacity bound.
     pub fn push_all(&mut self, mut batch: Vec<TimelineEvent>) {
         batch.sort_by_key(|e| e.at);
-        for mut e in batch {
-            if let Some(home) = &self.redact {
-                if !crate::redact::redact_serde(&mut e, home.as_deref()) {
-                    continue;
-                }
-            }
+        for e in batch.into_iter().map(Arc::new) {
             // Most events are newest; log lines may be a little older than the last sample.
             let at = self.events.partition_point(|x| x.at <= e.at);
             if at == self.events.len() {
@@ -174,7 +159,7 @@ impl Timeline {
         match before.get(&p.id()) {
             None if self.primed => {
                 let at = p.start_time.max(now - Duration::seconds(5)).min(now);
-                let text = format!("{} {} appeared: {}", p.role, p.pid, short_argv(p));
+                let text = format!("{} {} appeared: {}", p.role, p.pid, command_line(p));
                 Some(about(
                     p,
                     TimelineEvent::new(at, TimelineKind::ProcessAppeared, text),
@@ -443,13 +428,13 @@ fn log_event(l: &LogEvent, now: DateTime<Utc>) -> Option<TimelineEvent> {
     Some(e)
 }
 
-fn short_argv(p: &Proc) -> String {
-    let s = redact_argv(&p.argv).join(" ");
-    if s.chars().count() > 120 {
-        format!("{}…", s.chars().take(120).collect::<String>())
-    } else {
-        s
-    }
+/// The command line as one text. Its secrets are hidden as a command line's (`--token X`)
+/// before it is joined: once joined, which words were one argument is lost. The rest of
+/// redaction (the home directory, free-text secrets) is the published update's. Not cut short
+/// here — a cut could split a secret or the home directory from what would recognise it; the
+/// views cut what they show.
+fn command_line(p: &Proc) -> String {
+    redact_argv(&p.argv).join(" ")
 }
 
 #[cfg(test)]
@@ -485,7 +470,7 @@ mod tests {
         let texts: Vec<String> = t
             .since(DateTime::from_timestamp(0, 0).unwrap_or_default())
             .into_iter()
-            .map(|e| e.text)
+            .map(|e| e.text.clone())
             .collect();
         assert_eq!(texts, ["e5", "e10", "e20", "e30"]);
     }

@@ -27,7 +27,7 @@ pub fn leaked_adapter(ctx: &Ctx<'_>) -> Vec<Candidate> {
             Input::Procs(ByAlloc::all(chain.iter().copied())),
         ];
         out.push(
-            ctx.memoized(FindingKind::LeakedAdapter, p, inputs, false, || {
+            ctx.memoized(FindingKind::LeakedAdapter, p, &inputs, false, || {
                 let parent = parent.map(|q| &**q);
                 finding(ctx, p, parent, leader_gone, main == Some(true), &chain)
             }),

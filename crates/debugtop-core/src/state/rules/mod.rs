@@ -185,14 +185,13 @@ impl Ctx<'_> {
         &self,
         kind: FindingKind,
         p: &Arc<Proc>,
-        inputs: impl Into<Vec<Input>>,
+        inputs: &[Input],
         short: bool,
         build: impl FnOnce() -> Finding,
     ) -> Candidate {
-        let inputs = (ByAlloc::of(p), short, inputs.into());
         let finding = self.memo.borrow_mut().get_or_build(
             &(kind, p.id()),
-            inputs,
+            FindingNow(p, short, inputs),
             |m| self.planner.holds(&m.trace),
             || {
                 let mut f = build();
@@ -241,7 +240,29 @@ fn plan_options(short: bool) -> PlanOptions {
 /// Findings about processes as [`Ctx::memoized`] built them, by kind and subject: each made
 /// from its subject, whether its plan is the short one, and the rule's other inputs; held with
 /// what its plan read.
-type FindingMemo = Memo<(FindingKind, ProcId), (ByAlloc<Proc>, bool, Vec<Input>), Arc<Memoized>>;
+type FindingMemo = Memo<(FindingKind, ProcId), FindingInputs, Arc<Memoized>>;
+
+/// What a memoised finding is made from: its subject (by allocation), whether its plan is the
+/// short one, and the rule's other inputs.
+#[derive(Debug, PartialEq)]
+struct FindingInputs(ByAlloc<Proc>, bool, Vec<Input>);
+
+/// [`FindingInputs`] as a rule gives them, borrowed (nothing is copied for a finding found
+/// again).
+#[derive(Debug, Clone, Copy)]
+struct FindingNow<'a>(&'a Arc<Proc>, bool, &'a [Input]);
+
+impl PartialEq<FindingNow<'_>> for FindingInputs {
+    fn eq(&self, now: &FindingNow<'_>) -> bool {
+        Arc::ptr_eq(&self.0 .0, now.0) && self.1 == now.1 && self.2 == now.2
+    }
+}
+
+impl From<FindingNow<'_>> for FindingInputs {
+    fn from(now: FindingNow<'_>) -> Self {
+        Self(ByAlloc::of(now.0), now.1, now.2.to_vec())
+    }
+}
 
 /// A finding and what its kill plan was made from.
 #[derive(Debug)]
@@ -312,7 +333,6 @@ pub struct Evaluator {
     first_seen: BTreeMap<FindingId, DateTime<Utc>>,
     /// Conditions that held at the last evaluation but not yet long enough.
     unconfirmed: Vec<Arc<Finding>>,
-    argv: plan::ArgvMemo,
     memo: RefCell<FindingMemo>,
 }
 
@@ -323,7 +343,6 @@ impl Evaluator {
             config,
             first_seen: BTreeMap::new(),
             unconfirmed: Vec::new(),
-            argv: plan::ArgvMemo::default(),
             memo: RefCell::default(),
         }
     }
@@ -350,7 +369,7 @@ impl Evaluator {
             world,
             live,
             config: &self.config,
-            planner: plan::Planner::new(live, Some(&self.argv)),
+            planner: plan::Planner::new(live),
             memo: &self.memo,
             first_seen: &self.first_seen,
         };
@@ -362,8 +381,6 @@ impl Evaluator {
         }
         drop(ctx);
         self.memo.get_mut().turn();
-        self.argv.retain_live(live);
-        laps.lap("rules: argv memo");
         let now = world.at;
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();

@@ -1931,3 +1931,87 @@ fn a_memoised_orphaned_worker_follows_every_input() {
         ],
     );
 }
+
+#[test]
+fn a_plan_leaves_the_core_with_its_command_lines_redacted() {
+    use crate::actions::kill::{plan_for, KillOptions, KillRequest};
+    let p = P::new(300, Role::Worker)
+        .argv("node /home/dev/w.js --token Zq1secret1")
+        .build();
+    let live = crate::model::LiveTable {
+        procs: vec![std::sync::Arc::new(p)],
+        me: crate::model::SelfInfo {
+            pid: 50,
+            uid: Some(1000),
+            ancestors: vec![],
+        },
+    };
+    let request = KillRequest::Pid {
+        pid: 300,
+        tree: false,
+    };
+    let findings: Vec<Finding> = Vec::new();
+    let plan = plan_for(&request, &findings, &live, KillOptions::default());
+    let argv = plan
+        .map(|p| p.targets[0].argv.join(" "))
+        .unwrap_or_default();
+    assert_eq!(
+        argv,
+        format!("node /home/dev/w.js --token {}", crate::redact::REDACTED)
+    );
+}
+
+#[test]
+fn the_step_keeps_raw_text_and_redacts_what_it_publishes() {
+    // One redaction, where the update leaves: the timeline's event names the home directory
+    // raw inside the step and `~` in every update; a log event's secret is hidden too.
+    let home = "/home/dev";
+    let mut s = State::new(StateConfig {
+        home: Some(home.into()),
+        ..StateConfig::default()
+    });
+    // Processes there at the first look did not appear: the worker comes at t = 1.
+    let obs = |t: i64| {
+        let o = if t == 0 {
+            Obs::at(t)
+        } else {
+            Obs::at(t).proc(
+                worker(300, "s-0")
+                    .argv("node /home/dev/w.js --password Zq2secret2")
+                    .build(),
+            )
+        };
+        o.log(
+            1,
+            t,
+            LogOrigin::Server,
+            K::DebugSessionCreated {
+                session_id: "s-0".into(),
+                name: Some("run --token Zq3secret3".into()),
+                language: Some("mock".into()),
+            },
+        )
+        .build()
+    };
+    let _ = s.step(obs(0));
+    for t in [1, 2] {
+        let u = s.step(obs(t));
+        let json = serde_json::to_string(&u).unwrap_or_default();
+        for secret in ["Zq2secret2", "Zq3secret3", "/home/dev/"] {
+            assert!(!json.contains(secret), "{secret} published at t = {t}");
+        }
+        assert!(
+            u.snapshot
+                .timeline
+                .iter()
+                .any(|e| e.text.contains("node ~/w.js --password")),
+            "{:#?}",
+            u.snapshot.timeline
+        );
+    }
+    assert!(s
+        .timeline
+        .since(at(-100))
+        .iter()
+        .any(|e| e.text.contains("node /home/dev/w.js")));
+}

@@ -38,7 +38,7 @@ pub fn orphaned_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
             ctx.memoized(
                 FindingKind::OrphanedWorker,
                 p,
-                [Input::Server(owner)],
+                &[Input::Server(owner)],
                 true,
                 || orphan_finding(ctx, p),
             )
