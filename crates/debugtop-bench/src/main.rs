@@ -6,6 +6,8 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod phases;
+
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -302,7 +304,7 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
     let owner = HeldZombie::new();
     let orphans = StandIns::orphaned_workers(n, owner.pid);
     std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(500));
-    debugtop_core::cost::enable();
+    phases::enable();
     for redact in [false, true] {
         let mut config = Config::default();
         config.state.redact = redact;
@@ -313,11 +315,11 @@ async fn incident_tick(a: &Args) -> anyhow::Result<()> {
             (Vec::new(), Vec::new(), Vec::new(), 0);
         let mut phases = Phases::default();
         for i in 0..a.reps.max(4) {
-            debugtop_core::cost::take();
+            phases::take();
             let t = Instant::now();
             let u = std::sync::Arc::new(e.tick().await?);
             let tick = t.elapsed().as_secs_f64() * 1000.0;
-            let laps = debugtop_core::cost::take();
+            let laps = phases::take();
             let t = Instant::now();
             let sent = follower.next(&u).and_then(|m| serde_json::to_vec(&m).ok());
             let w = t.elapsed().as_secs_f64() * 1000.0;
@@ -412,19 +414,19 @@ fn leaked_adapters(t: i64, n: u32) -> debugtop_core::model::Observation {
 /// The state step over `observe(t)` for a few seconds, once the findings are confirmed.
 fn step_bench(a: &Args, what: &str, observe: impl Fn(i64) -> debugtop_core::model::Observation) {
     use debugtop_core::state::{State, StateConfig};
-    debugtop_core::cost::enable();
+    phases::enable();
     let mut config = StateConfig::default();
     config.verdicts.grace = Duration::ZERO;
     let mut state = State::new(config);
     let (mut steps, mut phases, mut findings) = (Vec::new(), Phases::default(), 0);
     for t in 0..i64::try_from(a.reps.max(4)).unwrap_or(15) {
         let obs = observe(t);
-        debugtop_core::cost::take();
+        phases::take();
         let started = Instant::now();
         let u = state.step(obs);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         findings = u.snapshot.findings.len();
-        let laps = debugtop_core::cost::take();
+        let laps = phases::take();
         drop(u);
         // The first steps confirm the findings: steady state after.
         if t >= 3 {
@@ -440,12 +442,13 @@ fn step_bench(a: &Args, what: &str, observe: impl Fn(i64) -> debugtop_core::mode
     phases.report();
 }
 
-/// Each phase of a tick (`debugtop_core::cost`), over several ticks, in the order they ran.
+/// Each phase of a tick (the engine's spans, `phases`), over several ticks, in the order they
+/// ended.
 #[derive(Default)]
-struct Phases(Vec<(&'static str, Vec<f64>)>);
+struct Phases(Vec<(String, Vec<f64>)>);
 
 impl Phases {
-    fn add(&mut self, laps: Vec<(&'static str, Duration)>) {
+    fn add(&mut self, laps: Vec<(String, Duration)>) {
         for (name, d) in laps {
             let ms = d.as_secs_f64() * 1000.0;
             match self.0.iter_mut().find(|(n, _)| *n == name) {

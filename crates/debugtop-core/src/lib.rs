@@ -12,7 +12,6 @@
 
 pub mod actions;
 pub mod collect;
-pub mod cost;
 pub mod delta;
 pub mod error;
 pub mod model;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use crate::error::Result;
 use crate::model::{LiveTable, Update};
@@ -67,9 +68,11 @@ impl Engine {
     /// One tick. Every source failure is recorded in the snapshot's `sources`; only a failure
     /// to read the process table at all is an error.
     pub async fn tick(&mut self) -> Result<Update> {
-        let mut laps = crate::cost::Laps::start();
-        let obs = self.sources.observe().await?;
-        laps.lap("sources");
+        let obs = self
+            .sources
+            .observe()
+            .instrument(tracing::trace_span!("sources"))
+            .await?;
         Ok(self.state.step(obs))
     }
 

@@ -18,7 +18,7 @@ use syn::visit::{self, Visit};
 /// Layer of each top-level module.
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
-        "error" | "cost" | "win32" => 0,
+        "error" | "win32" => 0,
         "model" | "os" => 1,
         "redact" | "safe_fs" | "delta" => 2,
         "collect" => 3,

@@ -15,6 +15,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use tracing::trace_span;
+
 use super::{redact_serde, redact_snapshot};
 use crate::model::{
     DebugSession, Finding, HttpSession, LogEvent, Proc, Snapshot, TimelineEvent, TreeNode,
@@ -151,9 +153,8 @@ impl LiveRedaction {
         let http_sessions = std::mem::take(&mut s.http_sessions);
         let timeline = std::mem::take(&mut s.timeline);
         let home = self.home.as_deref();
-        let mut laps = crate::cost::Laps::start();
-        redact_snapshot(s, home);
-        laps.lap("redaction: the rest");
+        trace_span!("redaction: the rest").in_scope(|| redact_snapshot(s, home));
+        let processes = trace_span!("redaction: processes").entered();
         s.processes = self.procs.apply(
             procs,
             home,
@@ -173,7 +174,8 @@ impl LiveRedaction {
                 same
             },
         );
-        laps.lap("redaction: processes");
+        drop(processes);
+        let findings_span = trace_span!("redaction: findings").entered();
         s.findings = self.findings.apply(
             findings,
             home,
@@ -181,7 +183,8 @@ impl LiveRedaction {
             Arc::ptr_eq,
             unchanged_shared,
         );
-        laps.lap("redaction: findings");
+        drop(findings_span);
+        let sessions = trace_span!("redaction: sessions").entered();
         s.debug_sessions = self.debug_sessions.apply(
             debug_sessions,
             home,
@@ -196,7 +199,8 @@ impl LiveRedaction {
             |a, b| a == b,
             unchanged,
         );
-        laps.lap("redaction: sessions");
+        drop(sessions);
+        let timeline_span = trace_span!("redaction: timeline").entered();
         // An event never changes once recorded: the window moves over the same allocations,
         // each found at its old place or by its address (the memo holds it: not reused).
         s.timeline = self.timeline.apply(
@@ -206,9 +210,8 @@ impl LiveRedaction {
             Arc::ptr_eq,
             unchanged_shared,
         );
-        laps.lap("redaction: timeline");
-        s.tree = self.tree(&tree);
-        laps.lap("redaction: tree");
+        drop(timeline_span);
+        s.tree = trace_span!("redaction: tree").in_scope(|| self.tree(&tree));
     }
 
     /// Redacts log events as they leave the step (each is new: nothing to reuse); one whose

@@ -146,7 +146,7 @@ impl Sources {
 
 impl Local {
     fn read(&mut self) -> Result<LocalRead> {
-        let mut laps = crate::cost::Laps::start();
+        let scan = tracing::trace_span!("sources: process table").entered();
         // A process that has exited by now is read this scan even if it was quiet: it may be
         // a zombie, which its last read would show sleeping. Without a pidfd for every process
         // (none available, or descriptors ran out at the last watch) nothing is served from a
@@ -157,9 +157,9 @@ impl Local {
             self.collector.read_next(w.exited_by_now());
         }
         let table = self.collector.scan()?;
-        laps.lap("sources: process table");
-        let exits = self.watched_exits(&table);
-        laps.lap("sources: exit watch");
+        drop(scan);
+        let exits =
+            tracing::trace_span!("sources: exit watch").in_scope(|| self.watched_exits(&table));
         let servers: Vec<ServerObservation> = table
             .servers
             .iter()

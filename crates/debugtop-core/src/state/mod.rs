@@ -17,6 +17,8 @@ pub mod tombs;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::trace_span;
+
 use crate::model::{
     DebugSession, Finding, FindingId, LiveTable, Observation, Proc, ProcId, ScanStats, Snapshot,
     SourceKind, SourceState, SourceStatus, TreeNode, Update, SCHEMA,
@@ -103,23 +105,18 @@ impl State {
         }
     }
 
-    /// One step: the observation in, the update out.
+    /// One step: the observation in, the update out. Each phase is a `trace` span (what the
+    /// benchmark times).
     pub fn step(&mut self, mut obs: Observation) -> Update {
         self.seq += 1;
-        let mut laps = crate::cost::Laps::start();
-        let events = self.knowledge.apply(&obs);
-        laps.lap("step: knowledge");
-        let world = self.world(&mut obs, &mut laps);
-        let findings = self.evaluator.evaluate(&world, &self.live);
-        laps.lap("step: rules");
-        let findings = self.findings.share_built(findings, |f| f.id.clone());
-        laps.lap("step: sharing (findings)");
-        self.timeline.observe_world(&world, &findings, &events);
-        laps.lap("step: timeline (world)");
-        let snapshot = self.snapshot(&world, findings, &obs);
-        laps.lap("step: snapshot");
-        drop((world, obs));
-        laps.lap("step: drop");
+        let events = trace_span!("step: knowledge").in_scope(|| self.knowledge.apply(&obs));
+        let world = self.world(&mut obs);
+        let findings = trace_span!("step: rules").in_scope(|| self.verdicts(&world));
+        trace_span!("step: timeline (world)")
+            .in_scope(|| self.timeline.observe_world(&world, &findings, &events));
+        let snapshot =
+            trace_span!("step: snapshot").in_scope(|| self.snapshot(&world, findings, &obs));
+        trace_span!("step: drop").in_scope(|| drop((world, obs)));
         self.publish(Update {
             seq: self.seq,
             snapshot,
@@ -127,37 +124,52 @@ impl State {
         })
     }
 
+    /// The confirmed findings, each last step's allocation where it did not change.
+    fn verdicts(&mut self, world: &World) -> Vec<Arc<Finding>> {
+        let findings = self.evaluator.evaluate(world, &self.live);
+        trace_span!("step: sharing (findings)")
+            .in_scope(|| self.findings.share_built(findings, |f| f.id.clone()))
+    }
+
     /// The update as it leaves the step: redacted here and nowhere before (what the step keeps
     /// — the timeline, plans, log events — is raw), and its findings grouped as published.
     fn publish(&mut self, mut u: Update) -> Update {
-        let mut laps = crate::cost::Laps::start();
         if self.config.redact {
+            let _redaction = trace_span!("publish: redaction").entered();
             self.redaction.apply(&mut u.snapshot);
             // The raw log events leave the core too (`watch --json`, the app's channel).
             self.redaction.events(&mut u.events);
         }
-        laps.lap("publish: redaction");
         // From the findings as published (redacted): a group says only what its findings say.
-        u.snapshot.groups = crate::model::group_findings(&u.snapshot.findings);
-        laps.lap("publish: groups");
+        u.snapshot.groups = trace_span!("publish: groups")
+            .in_scope(|| crate::model::group_findings(&u.snapshot.findings));
         u
     }
 
     /// The world of this observation, everything in it that did not change last step's
     /// allocation; the live table too. The observation's table is taken (not read again).
-    fn world(&mut self, obs: &mut Observation, laps: &mut crate::cost::Laps) -> World {
-        let table = self
-            .procs
-            .share(std::mem::take(&mut obs.table.procs), Proc::id);
-        laps.lap("step: sharing (processes)");
-        let exited = self.timeline.observe_procs(obs.at, &table, &obs.exits);
-        self.tombs.bury(exited, obs.at);
-        laps.lap("step: timeline (processes)");
-        let tombs = self.tombs.procs().into_iter().map(Arc::new);
-        let procs = table.iter().cloned().chain(tombs).collect();
-        let mut world =
-            reconcile::from_shared_with(obs, procs, &self.knowledge, &mut self.session_memo);
-        laps.lap("step: reconcile");
+    fn world(&mut self, obs: &mut Observation) -> World {
+        let table = trace_span!("step: sharing (processes)").in_scope(|| {
+            self.procs
+                .share(std::mem::take(&mut obs.table.procs), Proc::id)
+        });
+        let procs = trace_span!("step: timeline (processes)").in_scope(|| {
+            let exited = self.timeline.observe_procs(obs.at, &table, &obs.exits);
+            self.tombs.bury(exited, obs.at);
+            let tombs = self.tombs.procs().into_iter().map(Arc::new);
+            table.iter().cloned().chain(tombs).collect()
+        });
+        let mut world = trace_span!("step: reconcile").in_scope(|| {
+            reconcile::from_shared_with(obs, procs, &self.knowledge, &mut self.session_memo)
+        });
+        trace_span!("step: sharing (tree, sessions)").in_scope(|| self.share_world(&mut world));
+        self.live = trace_span!("step: live table")
+            .in_scope(|| LiveTable::from_procs(table, obs.me.clone()));
+        world
+    }
+
+    /// The world's tree and debug sessions as last step's allocations where they are equal.
+    fn share_world(&mut self, world: &mut World) {
         world.tree = share::tree(&self.tree, std::mem::take(&mut world.tree));
         self.tree.clone_from(&world.tree);
         world.debug_sessions = self
@@ -165,10 +177,6 @@ impl State {
             .share_built(std::mem::take(&mut world.debug_sessions), |d| {
                 (d.server_pid, d.id.clone())
             });
-        laps.lap("step: sharing (tree, sessions)");
-        self.live = LiveTable::from_procs(table, obs.me.clone());
-        laps.lap("step: live table");
-        world
     }
 
     /// The live processes of the last step (never tombs), for planning kills.
@@ -189,7 +197,6 @@ impl State {
     ) -> Snapshot {
         let window = chrono::Duration::from_std(self.config.timeline_window)
             .unwrap_or_else(|_| chrono::Duration::minutes(10));
-        let mut laps = crate::cost::Laps::start();
         let mut sources = vec![process_table_status(&obs.table.stats)];
         sources.extend(world.sources.iter().cloned());
         let s = Snapshot {
@@ -216,7 +223,6 @@ impl State {
             sources,
             environment: None,
         };
-        laps.lap("snapshot: copy");
         s
     }
 }

@@ -176,10 +176,10 @@ pub fn from_shared_with(
     k: &Knowledge,
     memo: &mut SessionMemo,
 ) -> World {
-    let mut laps = crate::cost::Laps::start();
+    let by_server_span = tracing::trace_span!("reconcile: by server").entered();
     let stdio = stdio_servers(&obs.table.servers, &procs);
     let (by_server, gone) = group_by_server(&obs.table.servers, &procs, &stdio);
-    laps.lap("reconcile: by server");
+    drop(by_server_span);
     let mut w = World {
         at: obs.at,
         servers: obs.table.servers.clone(),
@@ -193,6 +193,7 @@ pub fn from_shared_with(
         procs: Vec::new(),
         index: OnceLock::new(),
     };
+    let servers_span = tracing::trace_span!("reconcile: servers").entered();
     let empty = ServerKnowledge::default();
     for s in &obs.table.servers {
         let seen = obs.servers.iter().find(|x| x.pid == s.pid);
@@ -203,14 +204,13 @@ pub fn from_shared_with(
     for (pid, mine) in gone {
         gone_server(&mut w, pid, k.server(pid).unwrap_or(&empty), &mine, memo);
     }
-    laps.lap("reconcile: servers");
     memo.turn();
-    laps.lap("reconcile: memo");
+    drop(servers_span);
+    let _hosts = tracing::trace_span!("reconcile: hosts").entered();
     for r in &obs.remote {
         remote_server(&mut w, &r.url, &r.health);
     }
     host_trees(&mut w, &procs, &stdio);
-    laps.lap("reconcile: hosts");
     w.procs = procs;
     w.index = OnceLock::new();
     w

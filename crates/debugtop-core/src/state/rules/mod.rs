@@ -365,6 +365,19 @@ impl Evaluator {
 
     /// Every rule against a world; the confirmed findings, worst first, then by id.
     pub fn evaluate(&mut self, world: &World, live: &LiveTable) -> Vec<Arc<Finding>> {
+        let candidates = self.candidates(world, live);
+        let mut out =
+            tracing::trace_span!("rules: confirm").in_scope(|| self.confirm(candidates, world.at));
+        let _sort = tracing::trace_span!("rules: sort").entered();
+        let worst_first =
+            |a: &Arc<Finding>, b: &Arc<Finding>| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id));
+        out.sort_by(worst_first);
+        self.unconfirmed.sort_by(worst_first);
+        out
+    }
+
+    /// What every rule proposes now (each rule a `rule` span with its kind).
+    fn candidates(&mut self, world: &World, live: &LiveTable) -> Vec<Candidate> {
         let ctx = Ctx {
             world,
             live,
@@ -373,15 +386,19 @@ impl Evaluator {
             memo: &self.memo,
             first_seen: &self.first_seen,
         };
-        let mut laps = crate::cost::Laps::start();
         let mut candidates: Vec<Candidate> = Vec::new();
         for (kind, rule) in RULES {
+            let _rule = tracing::trace_span!("rule", kind = kind.as_str()).entered();
             candidates.extend(rule(&ctx));
-            laps.lap(kind.as_str());
         }
         drop(ctx);
         self.memo.get_mut().turn();
-        let now = world.at;
+        candidates
+    }
+
+    /// The candidates that held long enough; the rest kept as unconfirmed; since when each
+    /// held remembered.
+    fn confirm(&mut self, candidates: Vec<Candidate>, now: DateTime<Utc>) -> Vec<Arc<Finding>> {
         let mut seen = BTreeMap::new();
         let mut out = Vec::new();
         self.unconfirmed.clear();
@@ -400,12 +417,6 @@ impl Evaluator {
             }
         }
         self.first_seen = seen;
-        laps.lap("rules: confirm");
-        let worst_first =
-            |a: &Arc<Finding>, b: &Arc<Finding>| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id));
-        out.sort_by(worst_first);
-        self.unconfirmed.sort_by(worst_first);
-        laps.lap("rules: sort");
         out
     }
 
