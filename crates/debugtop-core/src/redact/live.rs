@@ -154,27 +154,8 @@ impl LiveRedaction {
         let timeline = std::mem::take(&mut s.timeline);
         let home = self.home.as_deref();
         trace_span!("redaction: the rest").in_scope(|| redact_snapshot(s, home));
-        let processes = trace_span!("redaction: processes").entered();
-        s.processes = self.procs.apply(
-            procs,
-            home,
-            |p| p.id(),
-            Arc::ptr_eq,
-            |last, now| {
-                if Arc::ptr_eq(&last.raw, now) {
-                    return true;
-                }
-                // Samples are numbers and fixed words: nothing to redact in them. The raw form
-                // kept is the current allocation, so that the next tick finds it by pointer.
-                let same = last.raw.same_but_samples(now);
-                if same {
-                    last.raw = Arc::clone(now);
-                    Arc::make_mut(&mut last.redacted).take_samples(now);
-                }
-                same
-            },
-        );
-        drop(processes);
+        s.processes = trace_span!("redaction: processes")
+            .in_scope(|| processes(&mut self.procs, procs, home));
         let findings_span = trace_span!("redaction: findings").entered();
         s.findings = self.findings.apply(
             findings,
@@ -262,6 +243,33 @@ impl LiveRedaction {
             .insert(key, (Arc::clone(n), shown.clone()));
         shown
     }
+}
+
+/// Processes: a process whose samples alone changed keeps its redacted command line.
+fn processes(
+    memo: &mut Memo<Arc<Proc>>,
+    procs: Vec<Arc<Proc>>,
+    home: Option<&str>,
+) -> Vec<Arc<Proc>> {
+    memo.apply(
+        procs,
+        home,
+        |p| p.id(),
+        Arc::ptr_eq,
+        |last, now| {
+            if Arc::ptr_eq(&last.raw, now) {
+                return true;
+            }
+            // Samples are numbers and fixed words: nothing to redact in them. The raw form
+            // kept is the current allocation, so that the next tick finds it by pointer.
+            let same = last.raw.same_but_samples(now);
+            if same {
+                last.raw = Arc::clone(now);
+                Arc::make_mut(&mut last.redacted).take_samples(now);
+            }
+            same
+        },
+    )
 }
 
 /// The redacted tree of the last ticks: whole subtrees by their allocation (a subtree shared
