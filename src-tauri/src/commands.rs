@@ -9,19 +9,18 @@ use std::sync::Arc;
 use debugtop_core::actions::audit;
 use debugtop_core::actions::export::{self, ExportFormat};
 use debugtop_core::actions::fleet::{self, TargetSnapshot};
-use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest};
+use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest, PlannedOn};
 use debugtop_core::delta::Follower;
 use debugtop_core::model::{
-    AuditResult, KillReport, ProcId, Progress, Snapshot, Target, TargetAudit, TargetStatus,
+    AuditResult, KillPlan, KillReport, Progress, Snapshot, Target, TargetAudit, TargetStatus,
     ViewMessage,
 };
 use debugtop_core::sources::Sources;
-use debugtop_core::targets::Engines;
 use tauri::ipc::Channel;
 use tauri::State;
 
 use crate::settings::Settings;
-use crate::state::AppState;
+use crate::state::{AppState, Shown};
 use crate::AppError;
 
 type AppStateRef<'a> = State<'a, Arc<AppState>>;
@@ -256,54 +255,31 @@ pub fn current_snapshot(state: AppStateRef<'_>) -> Option<Snapshot> {
 }
 
 fn current(state: &AppState) -> Option<Snapshot> {
-    if let Some(s) = state.offline.lock().ok().and_then(|g| g.clone()) {
-        return Some(s);
+    if state.shown() == Shown::Offline {
+        if let Some(s) = state.offline.lock().ok().and_then(|g| g.clone()) {
+            return Some(s);
+        }
     }
     state.view.borrow().as_ref().map(|u| u.snapshot.clone())
 }
 
-/// The selected target when it is a remote one.
-fn remote_selected(state: &AppState) -> Option<Target> {
-    Some(state.settings().target).filter(|t| !t.is_local())
-}
-
-/// Plans a kill against the latest live tick (never an offline snapshot) and holds the plan in
-/// the backend; the UI shows it and may execute it once, by id.
+/// Plans a kill against what is shown — the latest live tick here, or on the selected target
+/// (made and checked there), never an offline snapshot — and holds the plan in the backend;
+/// the UI shows it and may execute it once, by id.
 #[tauri::command]
 pub async fn plan_kill(state: AppStateRef<'_>, request: KillRequest) -> Result<HeldPlan, AppError> {
-    match remote_selected(&state) {
-        Some(t) if state.offline.lock().is_ok_and(|g| g.is_none()) => {
-            plan_remote(&state, t, request).await
+    match state.shown() {
+        Shown::Remote(target) => {
+            let (_, answer) = fleet::plan_remote(&target, &request, None, &state.engines()).await?;
+            hold(&state, answer.plan, PlannedOn::Target { target, request })
         }
-        _ => plan(&state, &request),
+        Shown::Local | Shown::Offline => plan(&state, &request),
     }
 }
 
-/// A remote plan: made and checked on the target (a dry run there), held here by id.
-async fn plan_remote(
-    state: &AppState,
-    target: Target,
-    request: KillRequest,
-) -> Result<HeldPlan, AppError> {
-    let how = fleet::RemoteKill {
-        dry_run: true,
-        ..fleet::RemoteKill::default()
-    };
-    let (_, answer) = fleet::kill_remote(&target, &request, &how, &state.engines()).await?;
-    let held = state
-        .plans
-        .lock()
-        .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?
-        .hold(answer.plan);
-    if let Ok(mut g) = state.remote_plans.lock() {
-        g.insert(held.id, (target, request));
-    }
-    Ok(held)
-}
-
-/// [`plan_kill`] without IPC.
+/// [`plan_kill`] on this machine, without IPC.
 pub fn plan(state: &AppState, request: &KillRequest) -> Result<HeldPlan, AppError> {
-    if state.offline.lock().is_ok_and(|g| g.is_some()) {
+    if state.shown() == Shown::Offline {
         return Err(AppError::NotFound(
             "an offline snapshot is open: nothing there can be killed".into(),
         ));
@@ -317,33 +293,45 @@ pub fn plan(state: &AppState, request: &KillRequest) -> Result<HeldPlan, AppErro
         &p.live,
         KillOptions::default(),
     )?;
-    let mut plans = state
-        .plans
-        .lock()
-        .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?;
-    Ok(plans.hold(plan))
+    hold(state, plan, PlannedOn::Here)
 }
 
-/// Executes a held plan once, streaming progress: every refusal is applied again against the
-/// latest live tick first, so a plan can only ever shrink.
+/// Holds a plan in the one registry, local and remote alike.
+fn hold(state: &AppState, plan: KillPlan, on: PlannedOn) -> Result<HeldPlan, AppError> {
+    Ok(state
+        .plans
+        .lock()
+        .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?
+        .hold(plan, on))
+}
+
+/// Executes a held plan once, streaming progress, where it was made: here every refusal is
+/// applied again against the latest live tick first, and on a target the far side does the
+/// same — so a plan can only ever shrink.
 #[tauri::command]
 pub async fn execute_kill(
     state: AppStateRef<'_>,
     plan_id: u64,
     on_progress: Channel<Progress>,
 ) -> Result<KillReport, AppError> {
-    let plan = state
+    let (plan, on) = state
         .plans
         .lock()
         .map_err(|_| AppError::Task("the plan registry is poisoned".into()))?
         .take(plan_id)?;
-    let remote = state
-        .remote_plans
-        .lock()
-        .ok()
-        .and_then(|mut g| g.remove(&plan_id));
-    if let Some((target, request)) = remote {
-        return execute_remote(&state.engines(), &target, &request, &plan, &on_progress).await;
+    if let PlannedOn::Target { target, request } = on {
+        let answer = fleet::execute_remote(&target, &request, &plan, &state.engines()).await?;
+        let report = answer.report.unwrap_or(KillReport {
+            outcomes: Vec::new(),
+        });
+        // The far side's outcomes arrive together, at the end.
+        for o in &report.outcomes {
+            let _ = on_progress.send(Progress::Done {
+                pid: o.pid,
+                outcome: o.outcome.clone(),
+            });
+        }
+        return Ok(report);
     }
     let live = state
         .published()
@@ -359,59 +347,13 @@ pub async fn execute_kill(
     .map_err(|e| AppError::Task(e.to_string()))
 }
 
-/// Executes a remote plan there, restricted to the identities the user confirmed; the far
-/// side re-checks every refusal against its own table. Outcomes arrive at the end.
-async fn execute_remote(
-    engines: &Engines,
-    target: &Target,
-    request: &KillRequest,
-    plan: &debugtop_core::model::KillPlan,
-    on_progress: &Channel<Progress>,
-) -> Result<KillReport, AppError> {
-    let how = fleet::RemoteKill {
-        grace_ms: Some(plan.grace_ms),
-        dry_run: false,
-        only: plan
-            .targets
-            .iter()
-            .map(|t| ProcId::new(t.pid, t.start_ticks))
-            .collect(),
-    };
-    let answer = if how.only.is_empty() {
-        // Everything was refused when it was planned: nothing travels.
-        debugtop_core::model::KillAnswer {
-            plan: plan.clone(),
-            report: None,
-        }
-    } else {
-        fleet::kill_remote(target, request, &how, engines).await?.1
-    };
-    let mut report = answer.report.unwrap_or(KillReport {
-        outcomes: Vec::new(),
-    });
-    for r in &answer.plan.refused {
-        if !report.outcomes.iter().any(|o| o.pid == r.pid) {
-            report.outcomes.push(debugtop_core::model::PidOutcome {
-                pid: r.pid,
-                role: debugtop_core::model::Role::Other,
-                outcome: debugtop_core::model::Outcome::Refused { why: r.why.clone() },
-            });
-        }
-    }
-    for o in &report.outcomes {
-        let _ = on_progress.send(Progress::Done {
-            pid: o.pid,
-            outcome: o.outcome.clone(),
-        });
-    }
-    Ok(report)
-}
-
 /// Runs the liveness audit now — the same recipe and the same answer as `debugtop-cli audit`.
 #[tauri::command]
 pub async fn run_audit(state: AppStateRef<'_>) -> Result<AuditResult, AppError> {
-    let config = state.settings().audit_config();
-    if let Some(t) = remote_selected(&state) {
+    let settings = state.settings();
+    let config = settings.audit_config();
+    // The audit is of a live system: the selected one, also while a snapshot file is open.
+    if let Some(t) = Some(settings.target).filter(|t| !t.is_local()) {
         let fleet = fleet::audit_targets(&[t], &config, &state.engines()).await;
         let one = fleet.targets.into_iter().next();
         return match one {
@@ -436,11 +378,10 @@ pub async fn export_snapshot(
     state: AppStateRef<'_>,
     format: ExportFormat,
 ) -> Result<Option<String>, AppError> {
-    let offline = state.offline.lock().is_ok_and(|g| g.is_some());
-    let remote = remote_selected(&state).filter(|_| !offline);
-    let mut snap = match &remote {
+    let shown = state.shown();
+    let mut snap = match &shown {
         // The far side's own snapshot (enriched there, from its files); never enriched here.
-        Some(t) => {
+        Shown::Remote(t) => {
             let fleet =
                 fleet::snapshot_targets(std::slice::from_ref(t), None, false, &state.engines())
                     .await;
@@ -457,11 +398,12 @@ pub async fn export_snapshot(
                 None => return Err(AppError::Task("no target".into())),
             }
         }
-        None => {
+        Shown::Local | Shown::Offline => {
             current(&state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?
         }
     };
-    let enrich = !offline && remote.is_none();
+    // Only a live snapshot of this machine is enriched from this machine's files.
+    let enrich = shown == Shown::Local;
     let (ext, what) = match format {
         ExportFormat::Json => ("json", "JSON snapshot"),
         ExportFormat::Md => ("md", "Markdown report"),

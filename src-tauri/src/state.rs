@@ -2,16 +2,13 @@
 //! published tick and tick error, the offline snapshot when one is open, the kill plans waiting
 //! for confirmation, and the settings.
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use debugtop_core::actions::kill::{KillRequest, PlanRegistry};
-use debugtop_core::model::{
-    group_findings, Finding, FindingId, Severity, Snapshot, Target, TargetState, TargetStatus,
-    Update,
-};
+use debugtop_core::actions::kill::PlanRegistry;
+use debugtop_core::model::{Snapshot, Target, TargetState, TargetStatus, Update};
+use debugtop_core::report::notices::Notices;
 use debugtop_core::sampler::{self, Published};
 use debugtop_core::targets::{spawn_stream, Engines, StreamConfig, TargetFeed};
 use tokio::sync::watch;
@@ -52,12 +49,15 @@ pub struct IpcStats {
     pub last_bytes: AtomicU64,
 }
 
-/// What a feed has notified: last tick's critical findings (none before the first tick), and
-/// when each group of several was last notified.
-#[derive(Debug, Default)]
-struct Notified {
-    critical: Option<BTreeSet<FindingId>>,
-    groups: std::collections::HashMap<String, chrono::DateTime<chrono::Utc>>,
+/// What the window shows: the one answer every command that depends on it asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shown {
+    /// This machine, live.
+    Local,
+    /// A remote target, live (plans are made and executed there).
+    Remote(Target),
+    /// A snapshot file opened offline: nothing there can be killed or read again.
+    Offline,
 }
 
 /// A remote target's stream and the task that forwards it to the view and the statuses.
@@ -98,8 +98,6 @@ pub struct AppState {
     pub resync: watch::Sender<u64>,
     /// Every target's status, `local` first.
     pub statuses: watch::Sender<Vec<TargetStatus>>,
-    /// Plans held for a remote target: plan id → where, and what was asked.
-    pub remote_plans: Mutex<std::collections::HashMap<u64, (Target, KillRequest)>>,
     remotes: Mutex<Vec<Remote>>,
     /// How targets are reached (`DEBUGTOP_SSH_COMMAND` at start; tests set their own).
     pub engines: Mutex<Engines>,
@@ -122,6 +120,17 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
+    /// What the window shows now: an open snapshot file first, else the selected target.
+    pub fn shown(&self) -> Shown {
+        if self.offline.lock().is_ok_and(|g| g.is_some()) {
+            return Shown::Offline;
+        }
+        match self.settings().target {
+            t if t.is_local() => Shown::Local,
+            t => Shown::Remote(t),
+        }
+    }
+
     /// New state; call [`AppState::start_sampler`] from inside the async runtime.
     pub fn new(
         settings_path: PathBuf,
@@ -141,7 +150,6 @@ impl AppState {
             view: watch::channel(None).0,
             resync: watch::channel(0).0,
             statuses: watch::channel(Vec::new()).0,
-            remote_plans: Mutex::new(std::collections::HashMap::new()),
             remotes: Mutex::new(Vec::new()),
             engines: Mutex::new(Engines::from_env()),
             sampler: Mutex::new(None),
@@ -171,13 +179,13 @@ impl AppState {
         let mut running = sampler::spawn(self.settings().sampler_config())?;
         let me = Arc::clone(self);
         let forward = tokio::spawn(async move {
-            let mut seen = Notified::default();
+            let mut seen = Notices::default();
             loop {
                 tokio::select! {
                     changed = running.updates.changed() => {
                         if changed.is_err() { break; }
                         let Some(p) = running.updates.borrow_and_update().clone() else { continue };
-                        me.notify_new_critical(&p, &mut seen);
+                        me.notify(&p.update, &mut seen, None);
                         if me.settings().target.is_local() {
                             me.view.send_replace(Some(Arc::clone(&p.update)));
                         }
@@ -207,61 +215,12 @@ impl AppState {
         Ok(())
     }
 
-    /// Notifies each critical finding not critical on the previous tick (none on the first),
-    /// one notification per group, and a group at most once a minute.
-    fn notify_new_critical(&self, p: &Published, seen: &mut Notified) {
-        self.notify_critical_of(&p.update, seen, None);
-    }
-
-    /// [`Self::notify_new_critical`] for any target's update; a remote one names its target.
-    fn notify_critical_of(&self, update: &Update, seen: &mut Notified, on: Option<&Target>) {
-        let snap = &update.snapshot;
-        let critical: BTreeSet<FindingId> = snap
-            .findings
-            .iter()
-            .filter(|f| f.severity == Severity::Critical)
-            .map(|f| f.id.clone())
-            .collect();
-        let before = seen.critical.replace(critical.clone());
-        let (Some(before), true) = (before, self.settings().notify_critical) else {
-            return;
-        };
-        let new: Vec<&Finding> = snap
-            .findings
-            .iter()
-            .filter(|f| critical.contains(&f.id) && !before.contains(&f.id))
-            .map(|f| &**f)
-            .collect();
-        // One notification per group of new ones, and a group at most once a minute: a
-        // thousand orphans of one dead server appearing over a few ticks are one notification.
-        for g in group_findings(&new) {
-            if seen
-                .groups
-                .get(&g.key)
-                .is_some_and(|at| snap.taken_at - *at < chrono::Duration::seconds(60))
-            {
-                continue;
-            }
-            let Some(first) = new.iter().find(|f| g.findings.first() == Some(&f.id)) else {
-                continue;
-            };
-            if g.findings.len() > 1 {
-                seen.groups.insert(g.key.clone(), snap.taken_at);
-            }
-            let what = if g.findings.len() == 1 {
-                first.kind.to_string()
-            } else {
-                g.title.clone()
-            };
-            let title = match on {
-                Some(t) => format!("debugtop: {what} on {t}"),
-                None => format!("debugtop: {what}"),
-            };
-            let mut body = first.evidence.first().cloned().unwrap_or_default();
-            if g.findings.len() > 1 {
-                body.push_str(&format!(" (and {} more like it)", g.findings.len() - 1));
-            }
-            self.notifier.notify(&title, &body);
+    /// Shows what the notification policy (`report::notices`) calls for on this update of a
+    /// feed; a remote one names its target.
+    fn notify(&self, update: &Update, seen: &mut Notices, on: Option<&Target>) {
+        let enabled = self.settings().notify_critical;
+        for n in seen.next(&update.snapshot, enabled, on) {
+            self.notifier.notify(&n.title, &n.body);
         }
     }
 
@@ -302,7 +261,7 @@ impl AppState {
         let mut rx = feed.feed.clone();
         let me = Arc::clone(self);
         let forward = tokio::spawn(async move {
-            let mut seen = Notified::default();
+            let mut seen = Notices::default();
             let mut last: Option<Arc<Update>> = None;
             while rx.changed().await.is_ok() {
                 let update = rx.borrow_and_update().update.clone();
@@ -310,7 +269,7 @@ impl AppState {
                     .as_ref()
                     .filter(|u| !last.as_ref().is_some_and(|l| Arc::ptr_eq(l, u)))
                 {
-                    me.notify_critical_of(u, &mut seen, Some(&target));
+                    me.notify(u, &mut seen, Some(&target));
                     last = Some(Arc::clone(u));
                 }
                 if me.settings().target == target {

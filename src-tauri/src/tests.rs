@@ -362,7 +362,13 @@ fn a_forged_plan_signals_nothing() {
         method: debugtop_core::model::KillMethod::Signals,
         container: None,
     };
-    let id = t.state().plans.lock().expect("lock").hold(forged).id;
+    let id = t
+        .state()
+        .plans
+        .lock()
+        .expect("lock")
+        .hold(forged, debugtop_core::actions::kill::PlannedOn::Here)
+        .id;
     let report = t
         .call(
             "execute_kill",

@@ -7,9 +7,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use debugtop_cli::{audit_config, AuditArgs, Format};
-use debugtop_core::actions::fleet::{self as core_fleet, RemoteKill};
+use debugtop_core::actions::fleet as core_fleet;
 use debugtop_core::actions::kill;
-use debugtop_core::model::{KillAnswer, ProcId, Snapshot, Target};
+use debugtop_core::model::{KillAnswer, Snapshot, Target};
 use debugtop_core::targets::Engines;
 
 /// Audits every target; exits with the worst status.
@@ -37,13 +37,8 @@ pub async fn kill(
     if json && !yes && !dry_run {
         anyhow::bail!("with --json there is no prompt: pass --yes or --dry-run");
     }
-    let preview = RemoteKill {
-        grace_ms,
-        dry_run: true,
-        only: Vec::new(),
-    };
-    let (hello, shown) =
-        core_fleet::kill_remote(on, &request, &preview, &Engines::from_env()).await?;
+    let engines = Engines::from_env();
+    let (hello, shown) = core_fleet::plan_remote(on, &request, grace_ms, &engines).await?;
     if json && dry_run {
         println!("{}", serde_json::to_string(&shown)?);
         return Ok(ExitCode::SUCCESS);
@@ -63,17 +58,7 @@ pub async fn kill(
         return Ok(ExitCode::from(1));
     }
     drop(out);
-    let run = RemoteKill {
-        grace_ms,
-        dry_run: false,
-        only: shown
-            .plan
-            .targets
-            .iter()
-            .map(|t| ProcId::new(t.pid, t.start_ticks))
-            .collect(),
-    };
-    let (_, done) = core_fleet::kill_remote(on, &request, &run, &Engines::from_env()).await?;
+    let done = core_fleet::execute_remote(on, &request, &shown.plan, &engines).await?;
     print_done(on, &done, json)?;
     Ok(if done.report.as_ref().is_some_and(|r| r.all_gone()) {
         ExitCode::SUCCESS
@@ -99,7 +84,7 @@ fn print_plan(
     Ok(())
 }
 
-/// What the far side did: the answer as JSON, or each outcome and refusal as a line.
+/// What the far side did: the answer as JSON, or each outcome (a refusal is one) as a line.
 fn print_done(on: &Target, done: &KillAnswer, json: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
@@ -109,9 +94,6 @@ fn print_done(on: &Target, done: &KillAnswer, json: bool) -> anyhow::Result<()> 
     for o in done.report.iter().flat_map(|r| &r.outcomes) {
         let outcome = o.outcome.to_string();
         writeln!(out, "{} {} on {on}: {}", o.role, o.pid, one_line(&outcome))?;
-    }
-    for r in &done.plan.refused {
-        writeln!(out, "refused {} on {on}: {}", r.pid, one_line(&r.why))?;
     }
     Ok(())
 }

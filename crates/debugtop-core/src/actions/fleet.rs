@@ -14,8 +14,8 @@ use super::audit::{audit, AuditConfig};
 use super::kill::KillRequest;
 use crate::error::{Error, Result};
 use crate::model::{
-    AuditResult, FleetAudit, Hello, KillAnswer, ProcId, Snapshot, Target, TargetAudit,
-    TargetFailure,
+    AuditResult, FleetAudit, Hello, KillAnswer, KillPlan, KillReport, Outcome, PidOutcome, ProcId,
+    Role, Snapshot, Target, TargetAudit, TargetFailure,
 };
 use crate::sources::Sources;
 use crate::targets::{run_once, Answer, Engines};
@@ -185,6 +185,69 @@ pub async fn kill_remote(
     let a = run_once(target, &args, KILL_DEADLINE, engines).await?;
     let answer: KillAnswer = parse_answer(target, "kill answer", &a)?;
     Ok((a.hello, answer))
+}
+
+/// Step one of a kill on a target: its plan for `request`, made and checked there (a dry
+/// run), to be shown and confirmed here. The CLI and the app both kill on a target in these
+/// two steps.
+pub async fn plan_remote(
+    target: &Target,
+    request: &KillRequest,
+    grace_ms: Option<u64>,
+    engines: &Engines,
+) -> Result<(Hello, KillAnswer)> {
+    let how = RemoteKill {
+        grace_ms,
+        dry_run: true,
+        only: Vec::new(),
+    };
+    kill_remote(target, request, &how, engines).await
+}
+
+/// Step two: carries out `plan` — step one's, as confirmed — on the target, restricted to its
+/// targets' identities (the far side plans again and re-checks each, so a plan only shrinks).
+/// A plan whose every process was refused travels not. The report lists the plan's refusals
+/// beside what was done.
+pub async fn execute_remote(
+    target: &Target,
+    request: &KillRequest,
+    plan: &KillPlan,
+    engines: &Engines,
+) -> Result<KillAnswer> {
+    let only: Vec<ProcId> = plan
+        .targets
+        .iter()
+        .map(|t| ProcId::new(t.pid, t.start_ticks))
+        .collect();
+    let KillAnswer { plan, report } = if only.is_empty() {
+        KillAnswer {
+            plan: plan.clone(),
+            report: None,
+        }
+    } else {
+        let how = RemoteKill {
+            grace_ms: Some(plan.grace_ms),
+            dry_run: false,
+            only,
+        };
+        kill_remote(target, request, &how, engines).await?.1
+    };
+    let mut report = report.unwrap_or(KillReport {
+        outcomes: Vec::new(),
+    });
+    for r in &plan.refused {
+        if !report.outcomes.iter().any(|o| o.pid == r.pid) {
+            report.outcomes.push(PidOutcome {
+                pid: r.pid,
+                role: Role::Other,
+                outcome: Outcome::Refused { why: r.why.clone() },
+            });
+        }
+    }
+    Ok(KillAnswer {
+        plan,
+        report: Some(report),
+    })
 }
 
 /// One target's part of a fleet incident file.

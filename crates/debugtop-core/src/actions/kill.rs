@@ -386,21 +386,37 @@ pub struct HeldPlan {
     pub plan: KillPlan,
 }
 
-/// Plans waiting to be executed, each at most once; the oldest are forgotten past a cap.
+/// Where a held plan is carried out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlannedOn {
+    /// This machine: executed here against the latest live table.
+    Here,
+    /// A target: made there, executed there (`fleet::execute_remote`), what was asked kept so
+    /// the far side can plan it again.
+    Target {
+        /// Where.
+        target: crate::model::Target,
+        /// What was asked.
+        request: KillRequest,
+    },
+}
+
+/// Plans waiting to be executed, each at most once, local and remote alike; the oldest are
+/// forgotten past a cap.
 #[derive(Debug, Default)]
 pub struct PlanRegistry {
     next: u64,
-    plans: std::collections::BTreeMap<u64, KillPlan>,
+    plans: std::collections::BTreeMap<u64, (KillPlan, PlannedOn)>,
 }
 
 impl PlanRegistry {
     /// The most plans held at once.
     pub const CAP: usize = 64;
 
-    /// Holds a plan; returns it with its id.
-    pub fn hold(&mut self, plan: KillPlan) -> HeldPlan {
+    /// Holds a plan to be carried out `on`; returns it with its id.
+    pub fn hold(&mut self, plan: KillPlan, on: PlannedOn) -> HeldPlan {
         self.next += 1;
-        self.plans.insert(self.next, plan.clone());
+        self.plans.insert(self.next, (plan.clone(), on));
         while self.plans.len() > Self::CAP {
             self.plans.pop_first();
         }
@@ -410,8 +426,8 @@ impl PlanRegistry {
         }
     }
 
-    /// Takes the plan with this id (it cannot be executed twice).
-    pub fn take(&mut self, id: u64) -> Result<KillPlan> {
+    /// Takes the plan with this id and where it is carried out (it cannot be executed twice).
+    pub fn take(&mut self, id: u64) -> Result<(KillPlan, PlannedOn)> {
         self.plans.remove(&id).ok_or(Error::NoSuchPlan(id))
     }
 }
