@@ -7,27 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import ts from 'typescript';
+import { fileURLToPath } from 'node:url';
+import { loadLib } from './load-ts.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-async function loadDelta() {
-  const source = fs.readFileSync(path.join(here, '..', 'src', 'lib', 'delta.ts'), 'utf8');
-  const js = ts.transpileModule(source, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  }).outputText;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'debugtop-delta-'));
-  const file = path.join(dir, 'delta.mjs');
-  fs.writeFileSync(file, js);
-  try {
-    return await import(pathToFileURL(file).href);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const loadDelta = () => loadLib('delta');
 
 /** As JSON would carry it: no `undefined` members. */
 const plain = (x) => JSON.parse(JSON.stringify(x));

@@ -3,28 +3,9 @@
 // Runs in node: strip.ts is pure, its types stripped by TypeScript's own transpiler.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import ts from 'typescript';
+import { loadLib } from './load-ts.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-
-async function load() {
-  const source = fs.readFileSync(path.join(here, '..', 'src', 'lib', 'strip.ts'), 'utf8');
-  const js = ts.transpileModule(source, {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  }).outputText;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'debugtop-strip-'));
-  const file = path.join(dir, 'strip.mjs');
-  fs.writeFileSync(file, js);
-  try {
-    return await import(pathToFileURL(file).href);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
+const load = () => loadLib('strip');
 
 const at = (s) => new Date(Date.UTC(2026, 11, 3, 15, 0, 0) + s * 1000).toISOString();
 

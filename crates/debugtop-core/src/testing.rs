@@ -857,11 +857,9 @@ pub fn sample_progress() -> SessionProgress {
     let stages = stages
         .into_iter()
         .zip(0u64..)
-        .map(|(stage, i)| StageMark {
-            stage,
-            at: Some(at(-60) + chrono::Duration::milliseconds(i as i64 * 50)),
-            file: file.clone(),
-            line: 10 + i,
+        .map(|(stage, i)| {
+            let at = Some(at(-60) + chrono::Duration::milliseconds(i as i64 * 50));
+            StageMark::new(stage, at, file.clone(), 10 + i)
         })
         .collect();
     SessionProgress {

@@ -11,8 +11,10 @@ import type { TreeNode } from './bindings/TreeNode';
 import type { Proc } from './bindings/Proc';
 import type { Finding } from './bindings/Finding';
 import type { LogEvent } from './bindings/LogEvent';
+import { procId, type ProcId } from './bindings/words';
 
-export const procKey = (p: Proc) => `${p.pid}:${p.start_ticks}`;
+/** A process by its identity, as the core spells it. */
+export const procKey = (p: Proc): ProcId => procId(p.pid, p.start_ticks);
 export const findingKey = (f: Finding) => f.id;
 export const rowKey = (r: TreeRow) => r.node.id;
 

@@ -1,8 +1,10 @@
 // Pure formatting helpers (no DOM): numbers and times as people read them.
-import type { Stage } from './bindings/Stage';
 import type { FdKind } from './bindings/FdKind';
 import type { McpEvidence } from './bindings/McpEvidence';
 import type { Proc } from './bindings/Proc';
+import { STATE_WORDS } from './bindings/words';
+
+export { HOST_TITLE } from './bindings/words';
 
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -35,21 +37,6 @@ export function clock(iso: string): string {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString();
 }
-
-const STATE_WORDS: Record<string, string> = {
-  R: 'running',
-  S: 'sleeping',
-  D: 'disk wait',
-  Z: 'zombie',
-  T: 'stopped',
-  t: 'traced',
-  X: 'exited',
-  I: 'idle',
-  P: 'parked',
-  K: 'wakekill',
-  W: 'waking',
-  '?': 'unknown',
-};
 
 export function stateWord(s: Proc['state'] | null | undefined): string {
   return s ? (STATE_WORDS[s] ?? 'unknown') : '';
@@ -110,36 +97,5 @@ export function mcpWord(m: McpEvidence | null | undefined): string {
   }
 }
 
-/** How a person names an MCP host kind (the Rust side's `HostKind::title`). */
-export const HOST_TITLE: Record<string, string> = {
-  opencode: 'opencode',
-  'claude-code': 'Claude Code',
-  codex: 'Codex',
-  cursor: 'Cursor',
-  'vs-code': 'VS Code',
-  'mcp-inspector': 'MCP Inspector',
-  unlabelled: 'MCP',
-};
-
 /** A shape beside each severity's colour, so it reads without colour (red-green blindness). */
 export const SEVERITY_MARK: Record<string, string> = { critical: '▲', warning: '◆', info: '●' };
-
-/** A stage of a session's start in words (the same words as the core's). */
-export function stageWord(s: Stage): string {
-  switch (s.stage) {
-    case 'adapter-spawned':
-      return `adapter ${s.pid} spawned`;
-    case 'connect-attempt':
-      return `connect attempt ${s.attempt}/${s.of} to ${s.address}`;
-    case 'connect-failed':
-      return `gave up connecting after ${s.attempts} attempts`;
-    case 'connected':
-      return 'connected';
-    case 'sent':
-      return `${s.request} sent`;
-    case 'answered':
-      return `${s.request} answered`;
-    case 'stopped':
-      return `stopped (${s.reason})`;
-  }
-}

@@ -2,6 +2,7 @@
 import type { TreeNode } from './bindings/TreeNode';
 import type { Proc } from './bindings/Proc';
 import type { Finding } from './bindings/Finding';
+import { SESSION_KINDS } from './bindings/words';
 
 /** A line as drawn: with its process's figures and worst finding. */
 export interface Row extends Line {
@@ -39,8 +40,6 @@ export function findingsByPid(findings: Finding[]): Map<number | string, Finding
   }
   return m;
 }
-
-const SESSION_KINDS = new Set(['stuck-session', 'session-without-worker']);
 
 export function procsByPid(procs: Proc[]): Map<number, Proc> {
   return new Map(procs.map((p) => [p.pid, p]));

@@ -194,7 +194,7 @@ impl<T: Key> Key for std::sync::Arc<T> {
 
 impl Key for Proc {
     fn key(&self) -> String {
-        format!("{}:{}", self.pid, self.start_ticks)
+        self.id().to_string()
     }
 }
 

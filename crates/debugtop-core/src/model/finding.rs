@@ -93,6 +93,12 @@ impl FindingKind {
         }
     }
 
+    /// Whether a finding of this kind is about a debug session itself, not a process (the
+    /// window marks the session's row with it).
+    pub fn about_session(self) -> bool {
+        matches!(self, Self::StuckSession | Self::SessionWithoutWorker)
+    }
+
     /// Whether only a monitor that has watched for a while can raise it (a one-shot audit
     /// cannot: the evidence is what did not happen over time).
     pub fn needs_watching(self) -> bool {

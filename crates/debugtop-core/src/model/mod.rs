@@ -24,6 +24,7 @@ mod target;
 mod timeline;
 mod tree;
 mod update;
+pub mod words;
 
 pub use delta::{
     EnvironmentChange, Key, Keyed, SnapshotChanges, SnapshotHead, TimelineChanges, TreeRow,

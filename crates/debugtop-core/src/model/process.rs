@@ -171,6 +171,40 @@ impl ProcState {
         !matches!(self, Self::Zombie | Self::Dead)
     }
 
+    /// In words, as the window and the report say it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Sleeping => "sleeping",
+            Self::DiskSleep => "disk wait",
+            Self::Zombie => "zombie",
+            Self::Stopped => "stopped",
+            Self::TracingStop => "traced",
+            Self::Dead => "exited",
+            Self::Idle => "idle",
+            Self::Parked => "parked",
+            Self::WakeKill => "wakekill",
+            Self::Waking => "waking",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Every state (for the window's words).
+    pub const ALL: [Self; 12] = [
+        Self::Running,
+        Self::Sleeping,
+        Self::DiskSleep,
+        Self::Zombie,
+        Self::Stopped,
+        Self::TracingStop,
+        Self::Dead,
+        Self::Idle,
+        Self::Parked,
+        Self::WakeKill,
+        Self::Waking,
+        Self::Unknown,
+    ];
+
     /// The kernel's letter.
     pub fn letter(self) -> char {
         match self {
@@ -328,6 +362,17 @@ pub enum HostKind {
 }
 
 impl HostKind {
+    /// Every kind (for the window's words).
+    pub const ALL: [Self; 7] = [
+        Self::Opencode,
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::Cursor,
+        Self::VsCode,
+        Self::McpInspector,
+        Self::Unlabelled,
+    ];
+
     /// How a person names it ("opencode host 500", "MCP host 500" when nothing says what).
     pub fn title(self) -> &'static str {
         match self {

@@ -114,6 +114,9 @@ impl fmt::Display for Stage {
 pub struct StageMark {
     /// The stage.
     pub stage: Stage,
+    /// The stage in words, as the CLI and the report say it (the window shows this).
+    #[serde(default)]
+    pub text: String,
     /// The line's time.
     pub at: Option<DateTime<Utc>>,
     /// The log.
@@ -124,6 +127,17 @@ pub struct StageMark {
 }
 
 impl StageMark {
+    /// A stage read from `file`'s `line`, logged at `at`.
+    pub fn new(stage: Stage, at: Option<DateTime<Utc>>, file: String, line: u64) -> Self {
+        Self {
+            text: stage.to_string(),
+            stage,
+            at,
+            file,
+            line,
+        }
+    }
+
     /// Where it was logged (`proxy-<id>.log:14` in words).
     pub fn source(&self) -> FactSource {
         FactSource::Log {

@@ -189,12 +189,7 @@ impl ServerKnowledge {
     fn stage(&mut self, sid: &str, stage: Stage, ev: &LogEvent) {
         let r = self.debug.entry(sid.to_owned()).or_default();
         r.last_event = sign_of(ev, || format!("start: {stage}")).or(r.last_event.take());
-        let mark = StageMark {
-            stage,
-            at: ev.at,
-            file: ev.file.clone(),
-            line: ev.line,
-        };
+        let mark = StageMark::new(stage, ev.at, ev.file.clone(), ev.line);
         let retry = matches!(mark.stage, Stage::ConnectAttempt { attempt, .. } if attempt > 2);
         let full = r.stages.len() >= MAX_STAGES;
         match r.stages.last_mut() {

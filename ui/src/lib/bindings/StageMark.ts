@@ -10,6 +10,10 @@ export type StageMark = {
  */
 stage: Stage, 
 /**
+ * The stage in words, as the CLI and the report say it (the window shows this).
+ */
+text: string, 
+/**
  * The line's time.
  */
 at: string | null, 
