@@ -708,6 +708,33 @@ fn reconnecting_config(dir: &std::path::Path) -> std::path::PathBuf {
     p
 }
 
+/// What the last update of a `watch --json` stream says of `pids` (for a failure's message):
+/// how many updates came, the last one's time, and each process's state, parent, host and
+/// since when its stdio stood still.
+fn seen_of(lines: &[String], pids: &[u32]) -> Value {
+    let last = lines
+        .iter()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+        .unwrap_or(Value::Null);
+    let procs: Vec<Value> = last["snapshot"]["processes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| {
+            p["pid"]
+                .as_u64()
+                .is_some_and(|x| pids.iter().any(|q| u64::from(*q) == x))
+        })
+        .map(|p| {
+            json!({"pid": p["pid"], "state": p["state"], "ppid": p["ppid"], "role": p["role"],
+                   "host": p["host"], "stdio_quiet_since": p["stdio_quiet_since"]})
+        })
+        .collect();
+    json!({"updates": lines.len(), "taken_at": last["snapshot"]["taken_at"], "processes": procs,
+           "sources": last["snapshot"]["sources"]})
+}
+
 /// The processes a finding is about.
 fn finding_pids(f: &Value) -> Vec<u32> {
     f["pids"]
@@ -778,7 +805,13 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
             .any(|f| f["kind"] == "duplicate-server")
             .then_some(fs)
     })
-    .expect("the old memory server was never called a duplicate");
+    .unwrap_or_else(|| {
+        panic!(
+            "the old memory server was never called a duplicate; what the monitor last saw of \
+             ours: {:#}",
+            seen_of(&stream.lock().unwrap(), &ours)
+        )
+    });
     let dups: Vec<&Value> = found
         .iter()
         .filter(|f| finding_pids(f).iter().any(|p| ours.contains(p)))

@@ -12,8 +12,10 @@ use crate::state::rules::stuck::StuckThresholds;
 use crate::state::rules::{Mode, VerdictConfig};
 use crate::state::{State, StateConfig};
 
-/// Samples an audit takes.
-const SAMPLES: usize = 3;
+/// Samples an audit takes at least: a condition seen in the first is confirmed by the second;
+/// one first seen in the second (a process's CPU is measured over the time between them:
+/// spinning) is pending there, and the audit takes more samples until it is confirmed or gone.
+const SAMPLES: usize = 2;
 /// Time between them.
 const SPACING: Duration = Duration::from_millis(250);
 /// Time between the samples of an audit told to keep watching.
@@ -105,7 +107,7 @@ pub struct AuditRun {
     pub live: LiveTable,
 }
 
-/// Runs the audit over `sources`: three samples, then more while a condition is waiting for
+/// Runs the audit over `sources`: two samples, then more while a condition is waiting for
 /// its grace (a finding that must hold that long even in an audit), at most the grace and a
 /// second — and, with [`AuditConfig::watch_for`], one a second until that has passed.
 pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<AuditRun> {

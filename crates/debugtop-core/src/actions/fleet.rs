@@ -20,7 +20,7 @@ use crate::model::{
 use crate::sources::Sources;
 use crate::targets::{run_once, Answer, Engines};
 
-/// How long one target's audit may take (login, three samples, the grace, the answer).
+/// How long one target's audit may take (login, the samples, the grace, the answer).
 pub const AUDIT_DEADLINE: Duration = Duration::from_secs(90);
 /// How long a remote kill may take (it waits up to the grace per process).
 pub const KILL_DEADLINE: Duration = Duration::from_secs(180);
