@@ -104,15 +104,7 @@ impl WindowsCollector {
 
     /// One process: what its handle gives, or what Toolhelp gave when it cannot be opened.
     fn sample(&mut self, e: &sys::Entry, now: Instant, stats: &mut ScanStats) -> Option<Sample> {
-        let handle =
-            sys::open(e.pid, sys::Access::Read).or_else(|_| sys::open(e.pid, sys::Access::Query));
-        let h = match handle {
-            Ok(h) => Some(h),
-            Err(_) => {
-                stats.denied += 1;
-                None
-            }
-        };
+        let h = open_counted(e.pid, stats);
         let (created, cpu_ticks) = h.as_ref().and_then(sys::Handle::times).unwrap_or((0, 0));
         let ident = match self.cache.get(e.pid, created) {
             Some(k) => Arc::clone(k),
@@ -132,15 +124,9 @@ impl WindowsCollector {
         );
         // Only asked for by a one-shot look: the clock is not read for every new identity.
         let cpu = cpu.or_else(|| {
-            if !self.one_read_cpu {
-                return None;
-            }
-            let now = u64::try_from(chrono::Utc::now().timestamp_micros()).ok()?;
-            let age = now
-                .saturating_mul(10)
-                .saturating_add(UNIX_EPOCH_TICKS)
-                .checked_sub(created)?;
-            super::lifetime_percent(cpu_ticks, age)
+            self.one_read_cpu
+                .then(|| lifetime_cpu(created, cpu_ticks))
+                .flatten()
         });
         // Not openable: listed with what Toolhelp gave; no CPU without a creation time.
         let cpu_percent = cpu.filter(|_| created != 0 && !self.wine);
@@ -164,6 +150,27 @@ impl WindowsCollector {
             ident,
         })
     }
+}
+
+/// A process's handle, read access if it can be had, else query; a process that opens with
+/// neither is counted as denied.
+fn open_counted(pid: u32, stats: &mut ScanStats) -> Option<sys::Handle> {
+    let handle = sys::open(pid, sys::Access::Read).or_else(|_| sys::open(pid, sys::Access::Query));
+    if handle.is_err() {
+        stats.denied += 1;
+    }
+    handle.ok()
+}
+
+/// A process's CPU over its whole life from one read (`created` and `cpu_ticks` in 100 ns
+/// ticks), as a one-shot look gives it.
+fn lifetime_cpu(created: u64, cpu_ticks: u64) -> Option<f32> {
+    let now = u64::try_from(chrono::Utc::now().timestamp_micros()).ok()?;
+    let age = now
+        .saturating_mul(10)
+        .saturating_add(UNIX_EPOCH_TICKS)
+        .checked_sub(created)?;
+    super::lifetime_percent(cpu_ticks, age)
 }
 
 /// The wall-clock start of a creation time (the Unix epoch when unknown).
