@@ -121,8 +121,8 @@ fn zombie_keeps_its_role_and_session_from_the_identity_cache() {
     );
     let t = c.scan().unwrap();
     let z = t.get(w.pid).expect("zombie still listed");
-    assert_eq!(z.state, ProcState::Zombie);
-    assert!(!z.state.is_alive());
+    assert_eq!(z.sample.state, ProcState::Zombie);
+    assert!(!z.sample.state.is_alive());
     assert_eq!(z.role, Role::Worker);
     assert_eq!(z.session_id.as_deref(), Some(session.as_str()));
     assert_eq!(z.owner_pid, Some(my_pid()));
@@ -359,7 +359,11 @@ fn regression_without_an_exit_watcher_a_quiet_process_that_exits_is_a_zombie_at_
     quiet.signal(Signal::SIGKILL);
     quiet.wait_state('Z', T);
     let t = c.scan().expect("scan");
-    let z = t.procs.iter().find(|p| p.pid == quiet.pid).map(|p| p.state);
+    let z = t
+        .procs
+        .iter()
+        .find(|p| p.pid == quiet.pid)
+        .map(|p| p.sample.state);
     assert_eq!(z, Some(ProcState::Zombie));
     quiet.reap();
 }
@@ -398,9 +402,11 @@ fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning
             q.is_some() && s.is_some(),
             "scan {i}: both listed every scan"
         );
-        assert_eq!(q.map(|p| p.state), Some(ProcState::Sleeping));
+        assert_eq!(q.map(|p| p.sample.state), Some(ProcState::Sleeping));
         // The spinning one is read every scan: its CPU is measured anew each time.
-        if s.and_then(|p| p.cpu_percent).is_some_and(|c| c > 1.0) {
+        if s.and_then(|p| p.sample.cpu_percent)
+            .is_some_and(|c| c > 1.0)
+        {
             spin_reads += 1;
         }
         std::thread::sleep(Duration::from_millis(60));
@@ -433,7 +439,7 @@ fn a_quiet_process_that_stops_is_seen_within_four_scans_and_one_that_exits_at_on
         late += 1;
         t.procs
             .iter()
-            .any(|p| p.pid == quiet.pid && p.state == ProcState::Stopped)
+            .any(|p| p.pid == quiet.pid && p.sample.state == ProcState::Stopped)
     });
     assert!(
         late <= debugtop_core::collect::QUIET_EVERY as usize,
@@ -449,7 +455,11 @@ fn a_quiet_process_that_stops_is_seen_within_four_scans_and_one_that_exits_at_on
     quiet.wait_state('Z', T);
     c.read_next([quiet.pid]);
     let t = c.scan().expect("scan");
-    let z = t.procs.iter().find(|p| p.pid == quiet.pid).map(|p| p.state);
+    let z = t
+        .procs
+        .iter()
+        .find(|p| p.pid == quiet.pid)
+        .map(|p| p.sample.state);
     assert_eq!(z, Some(ProcState::Zombie));
     quiet.reap();
 }

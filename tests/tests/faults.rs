@@ -159,7 +159,7 @@ async fn stopped_server_times_out_in_words_and_ticking_goes_on() {
             .iter()
             .find(|p| p.pid == server.pid())
             .unwrap();
-        assert_eq!(me.state, debugtop_core::model::ProcState::Stopped);
+        assert_eq!(me.sample.state, debugtop_core::model::ProcState::Stopped);
     }
     server.proc.signal(Signal::SIGCONT);
     let mut ok = false;

@@ -81,7 +81,7 @@ async fn out_of_pidfds_is_said_and_nothing_leaves_the_table() {
                 u.snapshot
                     .processes
                     .iter()
-                    .any(|p| p.pid == pid && p.state.is_alive())
+                    .any(|p| p.pid == pid && p.sample.state.is_alive())
             };
             (gone_pids.iter().all(|p| !alive_listed(*p))
                 && kids.iter().all(|k| alive_listed(k.pid)))

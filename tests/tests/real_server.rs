@@ -116,7 +116,7 @@ async fn real_adapters_carry_every_role_and_marker() {
             let roles = |s: &str| -> Vec<Role> {
                 t.procs
                     .iter()
-                    .filter(|p| p.session_id.as_deref() == Some(s) && p.state.is_alive())
+                    .filter(|p| p.session_id.as_deref() == Some(s) && p.sample.state.is_alive())
                     .map(|p| p.role)
                     .collect()
             };
@@ -138,7 +138,9 @@ async fn real_adapters_carry_every_role_and_marker() {
     let of = |s: &str, role: Role| -> Vec<&Proc> {
         t.procs
             .iter()
-            .filter(|p| p.session_id.as_deref() == Some(s) && p.role == role && p.state.is_alive())
+            .filter(|p| {
+                p.session_id.as_deref() == Some(s) && p.role == role && p.sample.state.is_alive()
+            })
             .collect()
     };
     let spid = server.pid();

@@ -148,7 +148,7 @@ async fn a_burst_of_exits_is_a_few_ticks() {
             .snapshot
             .processes
             .iter()
-            .filter(|x| pids.contains(&x.pid) && x.state.is_alive())
+            .filter(|x| pids.contains(&x.pid) && x.sample.state.is_alive())
             .count();
         if alive == 0 || std::time::Instant::now() > end {
             assert_eq!(alive, 0, "exit ticks saw every exit");

@@ -101,7 +101,7 @@ async fn real_process_lifecycle_on_the_timeline() {
         u.snapshot
             .processes
             .iter()
-            .any(|p| p.pid == pid && p.state == ProcState::Dead)
+            .any(|p| p.pid == pid && p.sample.state == ProcState::Dead)
     })
     .await;
     let tomb = u.snapshot.processes.iter().find(|p| p.pid == pid).unwrap();
@@ -272,7 +272,7 @@ async fn regression_a_quiet_worker_killed_right_before_a_tick_is_a_zombie_at_tha
             .processes
             .iter()
             .find(|p| p.pid == w.pid)
-            .map(|p| p.state);
+            .map(|p| p.sample.state);
         assert_eq!(state, Some(ProcState::Zombie), "worker {}", w.pid);
         w.reap();
     }

@@ -110,13 +110,15 @@ async fn frozen_js_worker_leaves_its_surviving_chain_found_and_the_kill_removes_
             .snapshot
             .processes
             .iter()
-            .any(|p| p.pid == worker && p.state.is_alive());
+            .any(|p| p.pid == worker && p.sample.state.is_alive());
         if !gone_worker {
             return None;
         }
         let alive = |role: Role| {
             u.snapshot.processes.iter().find(|p| {
-                p.session_id.as_deref() == Some(&session) && p.role == role && p.state.is_alive()
+                p.session_id.as_deref() == Some(&session)
+                    && p.role == role
+                    && p.sample.state.is_alive()
             })
         };
         match (alive(Role::Adapter), alive(Role::Debuggee)) {
@@ -155,7 +157,7 @@ async fn frozen_js_worker_leaves_its_surviving_chain_found_and_the_kill_removes_
         .snapshot
         .processes
         .iter()
-        .filter(|p| p.session_id.as_deref() == Some(&session) && p.state.is_alive())
+        .filter(|p| p.session_id.as_deref() == Some(&session) && p.sample.state.is_alive())
         .map(|p| (p.pid, p.role))
         .collect();
     eprintln!("chain {chain:?} plan {:?}", plan.describe());
@@ -201,8 +203,8 @@ async fn frozen_js_worker_leaves_its_surviving_chain_found_and_the_kill_removes_
         .snapshot
         .processes
         .iter()
-        .filter(|p| p.session_id.as_deref() == Some(&session) && p.state.is_alive())
-        .map(|p| (p.pid, p.role, p.state))
+        .filter(|p| p.session_id.as_deref() == Some(&session) && p.sample.state.is_alive())
+        .map(|p| (p.pid, p.role, p.sample.state))
         .collect();
     assert!(left.is_empty(), "still alive in the session: {left:?}");
     sentinel.assert_alive();
@@ -253,7 +255,7 @@ async fn server_kill_9_leaves_orphaned_spinning_workers_that_need_sigkill() {
                 u.snapshot
                     .processes
                     .iter()
-                    .any(|p| p.pid == *w && p.state.is_alive())
+                    .any(|p| p.pid == *w && p.sample.state.is_alive())
             })
             .collect();
         let o: Vec<Finding> = alive
@@ -606,7 +608,7 @@ async fn abandoned_chains(
                     .snapshot
                     .processes
                     .iter()
-                    .filter(|p| p.session_id.as_deref() == Some(s) && p.state.is_alive())
+                    .filter(|p| p.session_id.as_deref() == Some(s) && p.sample.state.is_alive())
                     .collect();
                 if !roles.iter().all(|r| ps.iter().any(|p| p.role == *r)) {
                     return None;

@@ -14,10 +14,10 @@ use crate::model::{
     DebugSession, Endpoints, EnvMarkers, Environment, Fact, FactSource, FdKind, Finding, FindingId,
     FindingKind, Health, HealthCheck, HostKind, HostRef, HttpSession, KillPlan, KillTarget,
     Language, LogEvent, LogEventKind, LogExcerpt, LogOrigin, LogsRead, McpEvidence, NodeKind,
-    NodeStatus, Observation, PidNs, Proc, ProcState, ProcessTable, Role, ScanStats, SelfInfo,
-    ServerInfo, ServerMode, ServerObservation, ServerVersion, SessionProgress, SessionState,
-    Severity, SignOfLife, Snapshot, SourceKind, SourceState, SourceStatus, StageMark, Stdio,
-    TimelineEvent, TimelineKind, TraceState, TreeNode, Via, What, SCHEMA,
+    NodeStatus, Observation, PidNs, Proc, ProcFacts, ProcSample, ProcState, ProcessTable, Role,
+    ScanStats, SelfInfo, ServerInfo, ServerMode, ServerObservation, ServerVersion, SessionProgress,
+    SessionState, Severity, SignOfLife, Snapshot, SourceKind, SourceState, SourceStatus, StageMark,
+    Stdio, TimelineEvent, TimelineKind, TraceState, TreeNode, Via, What, SCHEMA,
 };
 use crate::sources::Observe;
 
@@ -35,35 +35,39 @@ impl ProcBuilder {
     /// A process with this pid and role.
     pub fn new(pid: u32, role: Role) -> Self {
         Self(Proc {
-            pid,
-            ppid: 1,
-            pgid: pid,
-            sid: pid,
-            state: ProcState::Sleeping,
-            start_time: at(-60),
-            start_ticks: u64::from(pid) * 10,
-            uid: Some(1000),
-            role,
-            argv: vec![format!("p{pid}")],
-            markers: EnvMarkers::default(),
-            cpu_percent: Some(0.0),
-            rss_bytes: 10 * 1024 * 1024,
-            server_pid: Some(100),
-            session_id: None,
-            language: None,
-            owner_pid: (role == Role::Worker).then_some(100),
-            remembered_ppid: None,
-            exited_at: None,
-            stdio: None,
-            channel: None,
-            stdin_holders: None,
-            stdin_unchecked: false,
-            mcp: None,
-            host: None,
-            ns: None,
-            tracer_pid: None,
-            adopted: None,
-            stdio_quiet_since: None,
+            facts: ProcFacts {
+                pid,
+                ppid: 1,
+                pgid: pid,
+                sid: pid,
+                start_time: at(-60),
+                start_ticks: u64::from(pid) * 10,
+                uid: Some(1000),
+                role,
+                argv: vec![format!("p{pid}")],
+                markers: EnvMarkers::default(),
+                server_pid: Some(100),
+                session_id: None,
+                language: None,
+                owner_pid: (role == Role::Worker).then_some(100),
+                remembered_ppid: None,
+                exited_at: None,
+                stdio: None,
+                channel: None,
+                stdin_holders: None,
+                stdin_unchecked: false,
+                mcp: None,
+                host: None,
+                ns: None,
+                tracer_pid: None,
+                adopted: None,
+            },
+            sample: ProcSample {
+                state: ProcState::Sleeping,
+                cpu_percent: Some(0.0),
+                rss_bytes: 10 * 1024 * 1024,
+                stdio_quiet_since: None,
+            },
         })
     }
     /// Parent.
@@ -79,7 +83,7 @@ impl ProcBuilder {
     }
     /// Scheduler state.
     pub fn state(mut self, s: ProcState) -> Self {
-        self.0.state = s;
+        self.0.sample.state = s;
         self
     }
     /// Start time.
@@ -120,7 +124,7 @@ impl ProcBuilder {
     }
     /// CPU percent of the last sample.
     pub fn cpu(mut self, pct: f32) -> Self {
-        self.0.cpu_percent = Some(pct);
+        self.0.sample.cpu_percent = Some(pct);
         self
     }
     /// `MCP_DEBUGGER_MAIN_PID`.
@@ -194,7 +198,7 @@ impl ProcBuilder {
     }
     /// Its stdio has been silent since `t` (as debugtop saw it).
     pub fn quiet_since(mut self, t: DateTime<Utc>) -> Self {
-        self.0.stdio_quiet_since = Some(t);
+        self.0.sample.stdio_quiet_since = Some(t);
         self
     }
     /// It runs in another pid namespace, as `inner` there.
@@ -508,38 +512,42 @@ impl Observe for Replay {
 
 fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<&str>) -> Proc {
     Proc {
-        pid,
-        ppid,
-        pgid,
-        sid: pgid,
-        state: ProcState::Sleeping,
-        start_time: at(-60),
-        start_ticks: u64::from(pid) * 7,
-        uid: Some(1000),
-        role,
-        argv: argv.split(' ').map(str::to_owned).collect(),
-        markers: EnvMarkers {
-            main_pid: Some(997),
-            ..EnvMarkers::default()
+        facts: ProcFacts {
+            pid,
+            ppid,
+            pgid,
+            sid: pgid,
+            start_time: at(-60),
+            start_ticks: u64::from(pid) * 7,
+            uid: Some(1000),
+            role,
+            argv: argv.split(' ').map(str::to_owned).collect(),
+            markers: EnvMarkers {
+                main_pid: Some(997),
+                ..EnvMarkers::default()
+            },
+            server_pid: Some(997),
+            session_id: session.map(str::to_owned),
+            language: session.map(|_| Language::Javascript),
+            owner_pid: (role == Role::Worker).then_some(997),
+            remembered_ppid: None,
+            exited_at: None,
+            stdio: None,
+            channel: None,
+            stdin_holders: None,
+            stdin_unchecked: false,
+            mcp: None,
+            host: None,
+            ns: None,
+            tracer_pid: None,
+            adopted: None,
         },
-        cpu_percent: Some(0.5),
-        rss_bytes: 48 * 1024 * 1024,
-        server_pid: Some(997),
-        session_id: session.map(str::to_owned),
-        language: session.map(|_| Language::Javascript),
-        owner_pid: (role == Role::Worker).then_some(997),
-        remembered_ppid: None,
-        exited_at: None,
-        stdio: None,
-        channel: None,
-        stdin_holders: None,
-        stdin_unchecked: false,
-        mcp: None,
-        host: None,
-        ns: None,
-        tracer_pid: None,
-        adopted: None,
-        stdio_quiet_since: None,
+        sample: ProcSample {
+            state: ProcState::Sleeping,
+            cpu_percent: Some(0.5),
+            rss_bytes: 48 * 1024 * 1024,
+            stdio_quiet_since: None,
+        },
     }
 }
 
@@ -550,7 +558,7 @@ fn node(p: &Proc, children: Vec<Arc<TreeNode>>) -> Arc<TreeNode> {
         label: p.argv.join(" "),
         pid: Some(p.pid),
         role: Some(p.role),
-        state: Some(p.state),
+        state: Some(p.sample.state),
         session_id: p.session_id.clone(),
         status: None,
         facts: Vec::new(),
@@ -625,7 +633,7 @@ fn sample_procs() -> SampleProcs {
         ..EnvMarkers::default()
     };
     let mut tomb = proc(1012, 997, 997, Role::Worker, &format!("/usr/bin/node /p/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=997 --mcp-session-id={leaked}"), Some(leaked));
-    tomb.state = ProcState::Dead;
+    tomb.sample.state = ProcState::Dead;
     tomb.exited_at = Some(at(-2));
 
     SampleProcs {

@@ -599,7 +599,11 @@ mod tests {
         );
         let deep = json.replacen("\"role\": \"watchdog\"", "\"role\": \"wizard\"", 1);
         let e = import(&deep).unwrap_err().to_string();
-        assert!(e.contains("processes[6].role"), "{e}");
+        // A process is its facts and its sample, flattened: the path stops at the process.
+        assert!(
+            e.contains("processes[6]") && e.contains("unknown variant `wizard`"),
+            "{e}"
+        );
         let e = import_file(Path::new("/nonexistent/s.json"))
             .unwrap_err()
             .to_string();

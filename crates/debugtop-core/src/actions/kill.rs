@@ -15,7 +15,7 @@ use crate::collect;
 use crate::error::{Error, Result};
 use crate::model::{
     Finding, FindingId, FindingKind, KillPlan, KillReport, LiveTable, Outcome, PidOutcome, Proc,
-    Progress, Role,
+    ProcFacts, ProcSample, Progress, Role,
 };
 use crate::state::plan::{self, PlanOptions, MAX_GRACE};
 
@@ -294,35 +294,39 @@ pub fn with_forced_targets(live: &LiveTable, plan: &KillPlan) -> LiveTable {
 fn read_forced(pid: u32) -> Option<Proc> {
     let g = collect::glance(pid)?;
     Some(Proc {
-        pid,
-        ppid: g.ppid,
-        pgid: g.pgid,
-        sid: g.sid,
-        state: g.state,
-        start_time: chrono::DateTime::UNIX_EPOCH,
-        start_ticks: g.start_ticks,
-        uid: g.uid,
-        role: Role::Other,
-        argv: g.argv,
-        markers: Default::default(),
-        cpu_percent: None,
-        rss_bytes: 0,
-        server_pid: None,
-        session_id: None,
-        language: None,
-        owner_pid: None,
-        remembered_ppid: None,
-        exited_at: None,
-        stdio: None,
-        channel: None,
-        stdin_holders: None,
-        stdin_unchecked: false,
-        mcp: None,
-        host: None,
-        ns: None,
-        tracer_pid: None,
-        adopted: None,
-        stdio_quiet_since: None,
+        facts: ProcFacts {
+            pid,
+            ppid: g.ppid,
+            pgid: g.pgid,
+            sid: g.sid,
+            start_time: chrono::DateTime::UNIX_EPOCH,
+            start_ticks: g.start_ticks,
+            uid: g.uid,
+            role: Role::Other,
+            argv: g.argv,
+            markers: Default::default(),
+            server_pid: None,
+            session_id: None,
+            language: None,
+            owner_pid: None,
+            remembered_ppid: None,
+            exited_at: None,
+            stdio: None,
+            channel: None,
+            stdin_holders: None,
+            stdin_unchecked: false,
+            mcp: None,
+            host: None,
+            ns: None,
+            tracer_pid: None,
+            adopted: None,
+        },
+        sample: ProcSample {
+            state: g.state,
+            cpu_percent: None,
+            rss_bytes: 0,
+            stdio_quiet_since: None,
+        },
     })
 }
 

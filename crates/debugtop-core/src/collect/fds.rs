@@ -506,7 +506,7 @@ impl super::FdView for FdWatch {
     fn stdin_holders(&mut self, procs: &mut [Proc]) {
         let now = Instant::now();
         let servers: Vec<usize> = (0..procs.len())
-            .filter(|&i| procs[i].role == Role::Server && procs[i].state.is_alive())
+            .filter(|&i| procs[i].role == Role::Server && procs[i].sample.state.is_alive())
             .filter(|&i| procs[i].channel.is_some())
             .collect();
         let asks: Vec<(u32, u32, FdKind)> = servers

@@ -74,8 +74,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::model::{
-    Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcState,
-    ProcessTable, Role, ScanStats, ServerInfo, Stdio,
+    Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcFacts,
+    ProcSample, ProcState, ProcessTable, Role, ScanStats, ServerInfo, Stdio,
 };
 use classify::Signature;
 
@@ -651,36 +651,40 @@ fn proc_of(s: &Sample, r: relate::Resolved) -> Proc {
         _ => None,
     };
     Proc {
-        pid: s.pid,
-        ppid: s.ppid,
-        pgid: s.pgid,
-        sid: s.sid,
-        state: s.state,
-        start_time: s.start_time,
-        start_ticks: s.start_ticks,
-        uid: s.ident.uid,
-        role: r.memory.role.unwrap_or(Role::Other),
-        argv: s.ident.argv.clone(),
-        markers: s.markers.clone(),
-        cpu_percent: s.cpu_percent,
-        rss_bytes: s.rss_bytes,
-        server_pid: r.memory.server_pid,
-        session_id: r.memory.session_id,
-        language: r.memory.language,
-        owner_pid,
-        remembered_ppid: r.remembered_ppid,
-        exited_at: None,
-        stdio: s.stdio,
-        channel: s.channel,
-        // A leaked chain's root: the collector found nobody at the other end.
-        stdin_holders: s.dead_end.map(|_| Vec::new()),
-        stdin_unchecked: false,
-        mcp,
-        host: r.memory.host,
-        ns: s.ident.ns.clone(),
-        tracer_pid: s.ident.tracer_pid,
-        adopted: s.adopted.clone(),
-        stdio_quiet_since: None,
+        facts: ProcFacts {
+            pid: s.pid,
+            ppid: s.ppid,
+            pgid: s.pgid,
+            sid: s.sid,
+            start_time: s.start_time,
+            start_ticks: s.start_ticks,
+            uid: s.ident.uid,
+            role: r.memory.role.unwrap_or(Role::Other),
+            argv: s.ident.argv.clone(),
+            markers: s.markers.clone(),
+            server_pid: r.memory.server_pid,
+            session_id: r.memory.session_id,
+            language: r.memory.language,
+            owner_pid,
+            remembered_ppid: r.remembered_ppid,
+            exited_at: None,
+            stdio: s.stdio,
+            channel: s.channel,
+            // A leaked chain's root: the collector found nobody at the other end.
+            stdin_holders: s.dead_end.map(|_| Vec::new()),
+            stdin_unchecked: false,
+            mcp,
+            host: r.memory.host,
+            ns: s.ident.ns.clone(),
+            tracer_pid: s.ident.tracer_pid,
+            adopted: s.adopted.clone(),
+        },
+        sample: ProcSample {
+            state: s.state,
+            cpu_percent: s.cpu_percent,
+            rss_bytes: s.rss_bytes,
+            stdio_quiet_since: None,
+        },
     }
 }
 
@@ -799,7 +803,7 @@ pub(crate) fn finish(
             // host has read something), so silence cannot be told from them.
             let bytes = fds.io_bytes(s.pid).filter(|bytes| *bytes > 0);
             stats.io_unmeasured += u32::from(bytes.is_none());
-            p.stdio_quiet_since =
+            p.sample.stdio_quiet_since =
                 bytes.and_then(|bytes| cache.note_io(s.pid, s.start_ticks, bytes, now));
         }
         procs.push(p);

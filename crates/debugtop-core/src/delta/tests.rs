@@ -86,7 +86,7 @@ fn a_timeline_that_does_not_continue_is_sent_whole() {
 fn one_changed_process_is_the_only_one_sent() {
     let a = sample_snapshot();
     let mut b = a.clone();
-    Arc::make_mut(&mut b.processes[0]).cpu_percent = Some(99.0);
+    Arc::make_mut(&mut b.processes[0]).sample.cpu_percent = Some(99.0);
     let c = round_trip(&a, &b);
     let p = c.processes.unwrap_or_default();
     assert_eq!(p.upsert.len(), 1);
@@ -142,7 +142,7 @@ fn edit(s: &mut Snapshot, op: u8, at: usize) {
         }
         2 if !s.processes.is_empty() => {
             let i = pick(s.processes.len());
-            Arc::make_mut(&mut s.processes[i]).rss_bytes += 4096;
+            Arc::make_mut(&mut s.processes[i]).sample.rss_bytes += 4096;
         }
         3 if !s.tree.is_empty() => {
             let i = pick(s.tree.len());
@@ -247,7 +247,7 @@ fn changed_after_added() -> serde_json::Value {
             }
             3 | 4 => {
                 if let Some(p) = s.processes.last_mut() {
-                    Arc::make_mut(p).rss_bytes += 4096;
+                    Arc::make_mut(p).sample.rss_bytes += 4096;
                 }
             }
             _ => {}

@@ -45,7 +45,8 @@ pub use observation::{
 };
 pub use process::{
     wrapper_name, Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs,
-    Proc, ProcState, ProcessTable, Role, ScanStats, ServerInfo, ServerMode, Stdio,
+    Proc, ProcFacts, ProcSample, ProcState, ProcessTable, Role, ScanStats, ServerInfo, ServerMode,
+    Stdio,
 };
 pub use progress::{
     Asker, DebuggeeState, PendingRequest, SessionProgress, SignOfLife, Stage, StageMark,

@@ -152,7 +152,9 @@ impl LiveTable {
         Self {
             procs: procs
                 .iter()
-                .filter(|p| p.exited_at.is_none() && p.state != super::process::ProcState::Dead)
+                .filter(|p| {
+                    p.exited_at.is_none() && p.sample.state != super::process::ProcState::Dead
+                })
                 .map(|p| std::sync::Arc::new(p.clone()))
                 .collect(),
             me,
@@ -161,7 +163,8 @@ impl LiveTable {
 
     /// The live processes of a table, taking it.
     pub fn from_procs(mut procs: Vec<std::sync::Arc<Proc>>, me: SelfInfo) -> Self {
-        procs.retain(|p| p.exited_at.is_none() && p.state != super::process::ProcState::Dead);
+        procs
+            .retain(|p| p.exited_at.is_none() && p.sample.state != super::process::ProcState::Dead);
         Self { procs, me }
     }
 

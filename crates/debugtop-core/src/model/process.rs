@@ -485,17 +485,66 @@ impl EnvMarkers {
     }
 }
 
-impl Proc {
+impl ProcFacts {
     /// Its identity (pid + start ticks).
     pub fn id(&self) -> ProcId {
         ProcId::new(self.pid, self.start_ticks)
     }
 }
 
-/// One process that matters to debugtop, as seen by the collector at one instant.
+/// One process that matters to debugtop, as seen by the collector at one instant: what it is
+/// (its facts, which change only when the process or what is known of it does) and how it is
+/// doing (its sample, which moves with every look). On the wire it is one flat object.
+//
+// In Rust a process reads as its facts (`p.pid`, `p.argv`: it dereferences to them) and its
+// sample is `p.sample`; "the same process, only its numbers moved" is `a.facts == b.facts`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
 #[ts(export)]
 pub struct Proc {
+    /// What it is.
+    #[serde(flatten)]
+    #[ts(flatten)]
+    pub facts: ProcFacts,
+    /// How it is doing.
+    #[serde(flatten)]
+    #[ts(flatten)]
+    pub sample: ProcSample,
+}
+
+impl std::ops::Deref for Proc {
+    type Target = ProcFacts;
+    fn deref(&self) -> &ProcFacts {
+        &self.facts
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut ProcFacts {
+        &mut self.facts
+    }
+}
+
+/// How a process is doing at one look: numbers, times and fixed words that move while the
+/// process stays what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+pub struct ProcSample {
+    /// Scheduler state.
+    pub state: ProcState,
+    /// CPU use since the previous sample, in percent of one core; `None` on the first sample.
+    pub cpu_percent: Option<f32>,
+    /// Resident set size.
+    #[ts(type = "number")]
+    pub rss_bytes: u64,
+    /// For a stdio server of a live host: since when debugtop has seen it read and write
+    /// nothing (the later of the last change in its I/O counters and debugtop's first reading
+    /// of them). A sample, like CPU: it moves whenever the process talks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdio_quiet_since: Option<DateTime<Utc>>,
+}
+
+/// What a process is: everything debugtop knows of it but its sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+pub struct ProcFacts {
     /// Process id.
     pub pid: u32,
     /// Parent process id (1 or a subreaper once orphaned).
@@ -504,8 +553,6 @@ pub struct Proc {
     pub pgid: u32,
     /// Session id.
     pub sid: u32,
-    /// Scheduler state.
-    pub state: ProcState,
     /// When the process started (boot time + start ticks).
     pub start_time: DateTime<Utc>,
     /// Start time in clock ticks since boot: with `pid`, the process's identity.
@@ -519,11 +566,6 @@ pub struct Proc {
     pub argv: Vec<String>,
     /// Environment markers (never the whole environment).
     pub markers: EnvMarkers,
-    /// CPU use since the previous sample, in percent of one core; `None` on the first sample.
-    pub cpu_percent: Option<f32>,
-    /// Resident set size.
-    #[ts(type = "number")]
-    pub rss_bytes: u64,
     /// The server this process belongs to (its own pid for a server).
     pub server_pid: Option<u32>,
     /// The debug session this process serves, when known.
@@ -570,11 +612,6 @@ pub struct Proc {
     /// Whoever started it is gone: it was re-parented to init or adopted by a subreaper.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adopted: Option<Adopted>,
-    /// For a stdio server of a live host: since when debugtop has seen it read and write
-    /// nothing (the later of the last change in its I/O counters and debugtop's first reading
-    /// of them). A sample, like CPU: it moves whenever the process talks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stdio_quiet_since: Option<DateTime<Utc>>,
 }
 
 /// Who took in a process whose parent died.
@@ -614,73 +651,14 @@ impl std::fmt::Display for Adopted {
 }
 
 impl Proc {
-    /// Equal to `now` but for the samples (CPU, memory, scheduler state, stdio quiet).
+    /// Equal to `now` but for the sample (CPU, memory, scheduler state, stdio quiet).
     pub fn same_but_samples(&self, now: &Proc) -> bool {
-        let Self {
-            pid,
-            ppid,
-            pgid,
-            sid,
-            state: _,
-            start_time,
-            start_ticks,
-            uid,
-            role,
-            argv,
-            markers,
-            cpu_percent: _,
-            rss_bytes: _,
-            server_pid,
-            session_id,
-            language,
-            owner_pid,
-            remembered_ppid,
-            exited_at,
-            stdio,
-            channel,
-            stdin_holders,
-            stdin_unchecked,
-            mcp,
-            host,
-            ns,
-            tracer_pid,
-            adopted,
-            stdio_quiet_since: _,
-        } = self;
-        *pid == now.pid
-            && *ppid == now.ppid
-            && *pgid == now.pgid
-            && *sid == now.sid
-            && *start_time == now.start_time
-            && *start_ticks == now.start_ticks
-            && *uid == now.uid
-            && *role == now.role
-            && *argv == now.argv
-            && *markers == now.markers
-            && *server_pid == now.server_pid
-            && *session_id == now.session_id
-            && *language == now.language
-            && *owner_pid == now.owner_pid
-            && *remembered_ppid == now.remembered_ppid
-            && *exited_at == now.exited_at
-            && *stdio == now.stdio
-            && *channel == now.channel
-            && *stdin_holders == now.stdin_holders
-            && *stdin_unchecked == now.stdin_unchecked
-            && *mcp == now.mcp
-            && *host == now.host
-            && *ns == now.ns
-            && *tracer_pid == now.tracer_pid
-            && *adopted == now.adopted
+        self.facts == now.facts
     }
 
-    /// Takes `now`'s samples (CPU, memory, scheduler state, stdio quiet: numbers, times and fixed
-    /// words).
+    /// Takes `now`'s sample.
     pub fn take_samples(&mut self, now: &Proc) {
-        self.cpu_percent = now.cpu_percent;
-        self.rss_bytes = now.rss_bytes;
-        self.state = now.state;
-        self.stdio_quiet_since = now.stdio_quiet_since;
+        self.sample = now.sample;
     }
 }
 

@@ -316,8 +316,8 @@ mod tests {
             1 => {
                 let i = at % s.processes.len().max(1);
                 if let Some(p) = s.processes.get_mut(i).map(Arc::make_mut) {
-                    p.cpu_percent = Some(at as f32 / 7.0);
-                    p.rss_bytes = at as u64 * 4096;
+                    p.sample.cpu_percent = Some(at as f32 / 7.0);
+                    p.sample.rss_bytes = at as u64 * 4096;
                 }
             }
             2 => {
@@ -399,12 +399,12 @@ mod tests {
         let mut live = LiveRedaction::new(None);
         let mut first = s.clone();
         live.apply(&mut first);
-        Arc::make_mut(&mut s.processes[0]).cpu_percent = Some(99.0);
-        Arc::make_mut(&mut s.processes[0]).rss_bytes = 1 << 30;
+        Arc::make_mut(&mut s.processes[0]).sample.cpu_percent = Some(99.0);
+        Arc::make_mut(&mut s.processes[0]).sample.rss_bytes = 1 << 30;
         let mut second = s.clone();
         live.apply(&mut second);
-        assert_eq!(second.processes[0].cpu_percent, Some(99.0));
-        assert_eq!(second.processes[0].rss_bytes, 1 << 30);
+        assert_eq!(second.processes[0].sample.cpu_percent, Some(99.0));
+        assert_eq!(second.processes[0].sample.rss_bytes, 1 << 30);
         assert_eq!(second.processes[0].argv, first.processes[0].argv);
         assert!(!second.processes[0].argv.join(" ").contains("Zq0123456789"));
     }

@@ -323,7 +323,11 @@ fn environment(s: &Snapshot, o: &mut String) -> std::fmt::Result {
 }
 
 fn summary(s: &Snapshot) -> String {
-    let procs = s.processes.iter().filter(|p| p.state.is_alive()).count();
+    let procs = s
+        .processes
+        .iter()
+        .filter(|p| p.sample.state.is_alive())
+        .count();
     if s.findings.is_empty() {
         return format!(
             "all healthy — {} server(s), {} debug session(s), {procs} live process(es).",

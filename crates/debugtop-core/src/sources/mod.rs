@@ -184,7 +184,7 @@ impl Local {
             table
                 .procs
                 .iter()
-                .filter(|p| p.state.is_alive())
+                .filter(|p| p.sample.state.is_alive())
                 .map(|p| (p.pid, p.start_ticks)),
         );
         let exits: Vec<Exit> = w

@@ -151,7 +151,7 @@ impl State {
     fn world(&mut self, obs: &mut Observation) -> World {
         let table = trace_span!("step: sharing (processes)").in_scope(|| {
             self.procs
-                .share(std::mem::take(&mut obs.table.procs), Proc::id)
+                .share(std::mem::take(&mut obs.table.procs), |p| p.id())
         });
         let procs = trace_span!("step: timeline (processes)").in_scope(|| {
             let exited = self.timeline.observe_procs(obs.at, &table, &obs.exits);

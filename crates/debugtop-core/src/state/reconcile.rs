@@ -271,7 +271,7 @@ fn host_trees(w: &mut World, procs: &[Arc<Proc>], stdio: &BTreeSet<u32>) {
     for h in &live_hosts {
         let mut node = host_node(h.pid, &h.argv.join(" "), h.markers.host);
         node.role = Some(Role::Host);
-        node.state = Some(h.state);
+        node.state = Some(h.sample.state);
         node.children = groups
             .remove(&Some((h.pid, h.start_ticks)))
             .unwrap_or_default();
@@ -417,7 +417,7 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Pr
     node.pid = Some(s.pid);
     node.role = Some(Role::Server);
     let me = mine.iter().find(|p| p.pid == s.pid);
-    node.state = me.map(|p| p.state);
+    node.state = me.map(|p| p.sample.state);
     if let Some(ns) = me.and_then(|p| p.ns.as_ref()) {
         node.facts.push(Fact::table(What::InContainer {
             container: ns
@@ -581,11 +581,11 @@ fn session_and_node(server_pid: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Ar
 fn debug_session(server: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Proc]) -> DebugSession {
     let worker = ps
         .iter()
-        .find(|p| p.role == Role::Worker && p.state.is_alive())
+        .find(|p| p.role == Role::Worker && p.sample.state.is_alive())
         .map(|p| p.pid);
     let adapter = ps
         .iter()
-        .find(|p| p.role == Role::Adapter && p.state.is_alive())
+        .find(|p| p.role == Role::Adapter && p.sample.state.is_alive())
         .map(|p| p.pid)
         .or(rec.and_then(|r| r.adapter_pid));
     DebugSession {
@@ -628,10 +628,10 @@ fn progress(rec: Option<&DebugRec>, ps: &[&Proc]) -> SessionProgress {
         debuggee: ps
             .iter()
             .filter(|p| p.role == Role::Debuggee && p.exited_at.is_none())
-            .min_by_key(|p| !p.state.is_alive())
+            .min_by_key(|p| !p.sample.state.is_alive())
             .map(|p| DebuggeeState {
                 pid: p.pid,
-                state: p.state,
+                state: p.sample.state,
                 tracer_pid: p.tracer_pid,
             }),
     }
@@ -747,7 +747,7 @@ fn proc_node(p: &Proc, children: &BTreeMap<u32, Vec<&Proc>>, depth: usize) -> Tr
     let mut n = TreeNode::new(proc_node_id(p.id()), NodeKind::Process, p.argv.join(" "));
     n.pid = Some(p.pid);
     n.role = Some(p.role);
-    n.state = Some(p.state);
+    n.state = Some(p.sample.state);
     n.session_id = p.session_id.clone();
     if let Some(old) = p.remembered_ppid {
         n.facts.push(Fact::table(What::Reparented {

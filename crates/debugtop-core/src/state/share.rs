@@ -231,7 +231,7 @@ mod step_tests {
         let after = s.step(obs(16, 5.0)).snapshot;
         let of = |s: &Snapshot| s.processes.iter().find(|p| p.pid == 300).cloned();
         let (a, b) = (of(&changed), of(&after));
-        assert_eq!(a.as_ref().and_then(|p| p.cpu_percent), Some(5.0));
+        assert_eq!(a.as_ref().and_then(|p| p.sample.cpu_percent), Some(5.0));
         assert!(
             a.zip(b).is_some_and(|(a, b)| Arc::ptr_eq(&a, &b)),
             "the redacted process is reused once its samples are steady again"

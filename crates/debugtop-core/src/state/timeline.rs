@@ -133,7 +133,7 @@ impl Timeline {
         }
         for (id, p) in before {
             let at = exit_at.get(&id).copied().unwrap_or(now);
-            if p.state != ProcState::Zombie {
+            if p.sample.state != ProcState::Zombie {
                 let text = format!("{} {} exited{}", p.role, p.pid, survivors(&p, procs));
                 out.push(about(
                     &p,
@@ -165,8 +165,8 @@ impl Timeline {
                     TimelineEvent::new(at, TimelineKind::ProcessAppeared, text),
                 ))
             }
-            Some(prev) if prev.state != p.state => {
-                let zombie = p.state == ProcState::Zombie;
+            Some(prev) if prev.sample.state != p.sample.state => {
+                let zombie = p.sample.state == ProcState::Zombie;
                 let at = if zombie {
                     exit_at.get(&p.id()).copied().unwrap_or(now)
                 } else {
@@ -181,8 +181,8 @@ impl Timeline {
                     "{} {}: {} → {}",
                     p.role,
                     p.pid,
-                    prev.state.letter(),
-                    p.state.letter()
+                    prev.sample.state.letter(),
+                    p.sample.state.letter()
                 );
                 Some(about(p, TimelineEvent::new(at, kind, text)))
             }
@@ -200,7 +200,7 @@ impl Timeline {
         let live: Vec<(Option<u32>, &str)> = world
             .procs
             .iter()
-            .filter(|p| p.state.is_alive() && p.exited_at.is_none())
+            .filter(|p| p.sample.state.is_alive() && p.exited_at.is_none())
             .filter_map(|p| Some((p.server_pid, p.session_id.as_deref()?)))
             .collect();
         let same_live = live.len() == self.observed.live.len()
@@ -372,7 +372,7 @@ fn survivors(gone: &Proc, procs: &[Arc<Proc>]) -> String {
     let left: Vec<String> = procs
         .iter()
         .filter(|p| {
-            p.state.is_alive()
+            p.sample.state.is_alive()
                 && p.host
                     .as_ref()
                     .is_some_and(|h| h.pid == gone.pid && h.start_ticks == gone.start_ticks)

@@ -52,9 +52,9 @@ impl Tombs {
             .iter()
             .map(|(p, at)| {
                 let mut p = (**p).clone();
-                p.state = ProcState::Dead;
+                p.sample.state = ProcState::Dead;
                 p.exited_at = Some(*at);
-                p.cpu_percent = None;
+                p.sample.cpu_percent = None;
                 p
             })
             .collect()
@@ -74,9 +74,9 @@ mod tests {
         t.bury(vec![(p(200), at(0))], at(0));
         let shown = t.procs();
         assert_eq!(shown.len(), 1);
-        assert_eq!(shown[0].state, ProcState::Dead);
+        assert_eq!(shown[0].sample.state, ProcState::Dead);
         assert_eq!(shown[0].exited_at, Some(at(0)));
-        assert_eq!(shown[0].cpu_percent, None);
+        assert_eq!(shown[0].sample.cpu_percent, None);
         t.bury(Vec::new(), at(9));
         assert_eq!(t.procs().len(), 1, "still within its time");
         t.bury(Vec::new(), at(10));

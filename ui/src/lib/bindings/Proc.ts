@@ -11,7 +11,9 @@ import type { Role } from "./Role";
 import type { Stdio } from "./Stdio";
 
 /**
- * One process that matters to debugtop, as seen by the collector at one instant.
+ * One process that matters to debugtop, as seen by the collector at one instant: what it is
+ * (its facts, which change only when the process or what is known of it does) and how it is
+ * doing (its sample, which moves with every look). On the wire it is one flat object.
  */
 export type Proc = { 
 /**
@@ -30,10 +32,6 @@ pgid: number,
  * Session id.
  */
 sid: number, 
-/**
- * Scheduler state.
- */
-state: ProcState, 
 /**
  * When the process started (boot time + start ticks).
  */
@@ -58,14 +56,6 @@ argv: Array<string>,
  * Environment markers (never the whole environment).
  */
 markers: EnvMarkers, 
-/**
- * CPU use since the previous sample, in percent of one core; `None` on the first sample.
- */
-cpu_percent: number | null, 
-/**
- * Resident set size.
- */
-rss_bytes: number, 
 /**
  * The server this process belongs to (its own pid for a server).
  */
@@ -132,6 +122,18 @@ tracer_pid: number | null,
  * Whoever started it is gone: it was re-parented to init or adopted by a subreaper.
  */
 adopted?: Adopted | null, 
+/**
+ * Scheduler state.
+ */
+state: ProcState, 
+/**
+ * CPU use since the previous sample, in percent of one core; `None` on the first sample.
+ */
+cpu_percent: number | null, 
+/**
+ * Resident set size.
+ */
+rss_bytes: number, 
 /**
  * For a stdio server of a live host: since when debugtop has seen it read and write
  * nothing (the later of the last change in its I/O counters and debugtop's first reading

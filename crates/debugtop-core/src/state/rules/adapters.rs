@@ -11,10 +11,10 @@ pub fn leaked_adapter(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
     for p in ctx
         .proc_arcs()
-        .filter(|p| p.role == Role::Adapter && p.state.is_alive())
+        .filter(|p| p.role == Role::Adapter && p.sample.state.is_alive())
     {
         let parent = ctx.world.proc_arc(p.ppid);
-        if parent.is_some_and(|q| q.role == Role::Worker && q.state.is_alive()) {
+        if parent.is_some_and(|q| q.role == Role::Worker && q.sample.state.is_alive()) {
             continue;
         }
         let leader_gone = p.pgid != p.pid && ctx.world.proc(p.pgid).is_none();
@@ -86,7 +86,7 @@ fn finding(
 
 fn parent_text(p: &Proc, parent: Option<&Proc>) -> String {
     match parent {
-        Some(q) if q.state == ProcState::Zombie => {
+        Some(q) if q.sample.state == ProcState::Zombie => {
             format!("pid {} ({}, a zombie)", q.pid, q.role)
         }
         Some(q) => format!("pid {} ({})", q.pid, q.role),
@@ -104,6 +104,6 @@ fn chain_of<'a>(ctx: &'a Ctx<'_>, p: &Proc) -> Vec<&'a Arc<Proc>> {
         .filter(|q| q.pgid != p.pid && p.session_id.is_some() && q.session_id == p.session_id);
     group
         .chain(watchdogs)
-        .filter(|q| q.pid != p.pid && q.state.is_alive())
+        .filter(|q| q.pid != p.pid && q.sample.state.is_alive())
         .collect()
 }

@@ -18,7 +18,7 @@ fn chain_head(r: Role) -> bool {
 pub fn leaked_debuggee(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
     for p in ctx.procs().filter(|p| {
-        p.state.is_alive()
+        p.sample.state.is_alive()
             && matches!(p.role, Role::Debuggee | Role::Launcher | Role::Watchdog)
             && p.server_pid.is_some()
     }) {
@@ -49,7 +49,7 @@ pub fn leaked_debuggee(ctx: &Ctx<'_>) -> Vec<Candidate> {
 /// Something alive above it answers for it: a live chain process as its parent, a live
 /// adapter leading its group, or (for a watchdog) its debuggee alive.
 fn covered(ctx: &Ctx<'_>, p: &Proc) -> bool {
-    let alive = |pid: u32| ctx.world.proc(pid).filter(|q| q.state.is_alive());
+    let alive = |pid: u32| ctx.world.proc(pid).filter(|q| q.sample.state.is_alive());
     if alive(p.ppid).is_some_and(|q| chain_head(q.role)) {
         return true;
     }
@@ -115,7 +115,7 @@ fn group_of(ctx: &Ctx<'_>, p: &Proc) -> Vec<u32> {
     let mut pids = vec![p.pid];
     pids.extend(
         ctx.procs()
-            .filter(|q| q.pid != p.pid && q.pgid == p.pgid && q.state.is_alive())
+            .filter(|q| q.pid != p.pid && q.pgid == p.pgid && q.sample.state.is_alive())
             .filter(|q| q.role != Role::Server && q.role != Role::Worker)
             .map(|q| q.pid),
     );

@@ -117,7 +117,7 @@ fn is_orphaned_server(ctx: &Ctx<'_>, p: &Proc) -> bool {
         p.stdin_holders.as_ref().is_some_and(Vec::is_empty)
     };
     p.role == Role::Server
-        && p.state.is_alive()
+        && p.sample.state.is_alive()
         && p.channel.is_some()
         && unreachable
         && (p.mcp.is_some() || ctx.world.server(p.pid).is_some())
@@ -127,7 +127,7 @@ fn is_orphaned_server(ctx: &Ctx<'_>, p: &Proc) -> bool {
 /// The root of a leaked chain with nothing MCP in it: adopted, nobody at the other end of its
 /// stdio, standing for itself.
 fn is_stdio_root(p: &Proc) -> bool {
-    p.state.is_alive()
+    p.sample.state.is_alive()
         && matches!(p.role, Role::Wrapper | Role::Other)
         && p.server_pid == Some(p.pid)
         && p.adopted.is_some()
@@ -164,7 +164,11 @@ pub fn leaked_chain<'a>(ctx: &'a Ctx<'_>, p: &'a Proc) -> Option<Chain<'a>> {
 /// after a second) when its root or server spins: a process looping on a closed pipe ignores
 /// SIGTERM as often as not — and then the `spinning` finding's plan is this very plan.
 pub fn chain_plan(ctx: &Ctx<'_>, chain: &Chain<'_>) -> KillPlan {
-    let spins = |p: &Proc| p.cpu_percent.is_some_and(|c| c >= ctx.config.spin_cpu);
+    let spins = |p: &Proc| {
+        p.sample
+            .cpu_percent
+            .is_some_and(|c| c >= ctx.config.spin_cpu)
+    };
     let short = spins(chain.root) || chain.server.is_some_and(spins);
     let mut pids = vec![chain.root.pid];
     pids.extend(chain.server.map(|s| s.pid).filter(|s| *s != chain.root.pid));
@@ -232,7 +236,7 @@ fn chain_root<'a>(ctx: &'a Ctx<'_>, p: &'a Proc) -> &'a Proc {
     for _ in 0..8 {
         match ctx.world.proc(root.ppid) {
             Some(q)
-                if q.state.is_alive()
+                if q.sample.state.is_alive()
                     && matches!(q.role, Role::Wrapper | Role::Other)
                     && q.server_pid == Some(p.pid)
                     && q.start_time <= root.start_time =>
@@ -282,7 +286,7 @@ fn link(channel: FdKind) -> String {
 fn children_line(ctx: &Ctx<'_>, p: &Proc) -> Option<String> {
     let kids: Vec<String> = ctx
         .procs()
-        .filter(|q| q.ppid == p.pid && q.state.is_alive())
+        .filter(|q| q.ppid == p.pid && q.sample.state.is_alive())
         .map(|q| q.pid.to_string())
         .collect();
     (!kids.is_empty()).then(|| format!("still running under it: {}", kids.join(", ")))
@@ -293,7 +297,7 @@ fn children_line(ctx: &Ctx<'_>, p: &Proc) -> Option<String> {
 fn parent_gone(ctx: &Ctx<'_>, p: &Proc) -> bool {
     !ctx.world
         .proc(p.ppid)
-        .is_some_and(|q| q.state.is_alive() && q.start_time <= p.start_time)
+        .is_some_and(|q| q.sample.state.is_alive() && q.start_time <= p.start_time)
 }
 
 /// Its remembered host is alive, the same process, and still its parent.
@@ -308,7 +312,7 @@ pub fn live_host<'a>(ctx: &Ctx<'_>, p: &'a Proc) -> Option<&'a crate::model::Hos
             && ctx
                 .world
                 .proc(h.pid)
-                .is_some_and(|q| q.start_ticks == h.start_ticks && q.state.is_alive())
+                .is_some_and(|q| q.start_ticks == h.start_ticks && q.sample.state.is_alive())
     })
 }
 

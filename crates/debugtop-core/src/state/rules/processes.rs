@@ -18,8 +18,8 @@ pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
         )
     };
     let mut out = Vec::new();
-    for p in ctx.procs().filter(|p| p.state.is_alive()) {
-        let Some(cpu) = p.cpu_percent.filter(|c| *c >= ctx.config.spin_cpu) else {
+    for p in ctx.procs().filter(|p| p.sample.state.is_alive()) {
+        let Some(cpu) = p.sample.cpu_percent.filter(|c| *c >= ctx.config.spin_cpu) else {
             continue;
         };
         // A chain's worker or adapter keeps its own plan (mcp-debugger's, below).
@@ -35,7 +35,7 @@ pub fn spinning(ctx: &Ctx<'_>) -> Vec<Candidate> {
             p.role,
             p.pid,
             of_session(p),
-            p.state.letter()
+            p.sample.state.letter()
         ));
         if let Some(chain) = chain {
             f.evidence.push(format!(
@@ -73,13 +73,13 @@ pub fn zombie(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
     for p in ctx
         .procs()
-        .filter(|p| p.state == ProcState::Zombie && p.ppid != 1)
+        .filter(|p| p.sample.state == ProcState::Zombie && p.ppid != 1)
     {
         let mut f = about(FindingKind::Zombie, Severity::Warning, p, ctx.now());
         let pstate = ctx
             .world
             .proc(p.ppid)
-            .map(|q| format!(", which is {}", state_words(q.state)))
+            .map(|q| format!(", which is {}", state_words(q.sample.state)))
             .unwrap_or_default();
         f.evidence.push(format!(
             "{} {}{} has exited but was not reaped by its parent {}{pstate}",
@@ -104,7 +104,7 @@ pub fn stopped(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
     for p in ctx
         .procs()
-        .filter(|p| matches!(p.state, ProcState::Stopped | ProcState::TracingStop))
+        .filter(|p| matches!(p.sample.state, ProcState::Stopped | ProcState::TracingStop))
     {
         // A stopped mcp-debugger server answers nothing; another stopped MCP server only
         // keeps its own host waiting.
@@ -114,7 +114,7 @@ pub fn stopped(ctx: &Ctx<'_>) -> Vec<Candidate> {
             Severity::Warning
         };
         let mut f = about(FindingKind::Stopped, sev, p, ctx.now());
-        let how = if p.state == ProcState::TracingStop {
+        let how = if p.sample.state == ProcState::TracingStop {
             "stopped by a tracer"
         } else {
             "stopped by a signal (SIGSTOP/SIGTSTP)"

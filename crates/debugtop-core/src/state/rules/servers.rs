@@ -20,14 +20,14 @@ pub fn server_unresponsive(ctx: &Ctx<'_>) -> Vec<Candidate> {
         f.server_pid = Some(*pid);
         f.session_id = None;
         f.evidence.push(format!("/health of server {pid}: {e}"));
-        if matches!(p.state, ProcState::Stopped | ProcState::TracingStop) {
+        if matches!(p.sample.state, ProcState::Stopped | ProcState::TracingStop) {
             f.evidence.push(format!(
                 "server {pid} is stopped (state {})",
-                p.state.letter()
+                p.sample.state.letter()
             ));
         }
         f.suggested_action = match e {
-            HealthError::TimedOut { .. } if p.state == ProcState::Stopped => {
+            HealthError::TimedOut { .. } if p.sample.state == ProcState::Stopped => {
                 format!("resume it (kill -CONT {pid})")
             }
             _ => "restart the server".into(),

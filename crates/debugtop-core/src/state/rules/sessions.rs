@@ -11,7 +11,7 @@ use crate::model::{
 pub fn session_without_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let live_workers: BTreeSet<(&str, u32)> = ctx
         .procs()
-        .filter(|p| p.role == Role::Worker && p.state.is_alive())
+        .filter(|p| p.role == Role::Worker && p.sample.state.is_alive())
         .filter_map(|p| Some((p.session_id.as_deref()?, p.server_pid?)))
         .collect();
     let mut out = Vec::new();

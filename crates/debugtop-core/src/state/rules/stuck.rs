@@ -111,7 +111,7 @@ fn adapter_claim(ctx: &Ctx<'_>, d: &DebugSession) -> AdapterClaim {
     let Some(pid) = d.adapter_pid else {
         return AdapterClaim::None;
     };
-    let Some(a) = ctx.world.proc(pid).filter(|p| p.state.is_alive()) else {
+    let Some(a) = ctx.world.proc(pid).filter(|p| p.sample.state.is_alive()) else {
         return AdapterClaim::None;
     };
     let worker = d.worker_pid.and_then(|w| ctx.world.proc(w));

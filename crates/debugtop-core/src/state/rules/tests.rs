@@ -304,7 +304,7 @@ fn stopped_adapter_warns_stopped_server_is_critical_running_is_neither() {
                     .build(),
             )
             .build();
-        o.table.procs[0].state = ProcState::Stopped;
+        o.table.procs[0].sample.state = ProcState::Stopped;
         o
     });
     let stopped: Vec<(u32, Severity)> = f

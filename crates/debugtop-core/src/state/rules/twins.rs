@@ -23,7 +23,11 @@ pub fn duplicate_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
     let mut out = Vec::new();
     for twins in twin_groups(ctx).values() {
         for (i, older) in twins.iter().enumerate() {
-            let Some(quiet) = older.stdio_quiet_since.filter(|q| ctx.now() - *q >= needed) else {
+            let Some(quiet) = older
+                .sample
+                .stdio_quiet_since
+                .filter(|q| ctx.now() - *q >= needed)
+            else {
                 continue;
             };
             let Some(newer) = twins[i + 1..]
@@ -50,8 +54,8 @@ fn twin_groups<'a>(ctx: &'a Ctx<'_>) -> BTreeMap<(u32, &'a [String]), Vec<&'a Pr
     let mut groups: BTreeMap<(u32, &[String]), Vec<&Proc>> = BTreeMap::new();
     for p in ctx.procs().filter(|p| {
         p.role == Role::Server
-            && p.state.is_alive()
-            && p.stdio_quiet_since.is_some()
+            && p.sample.state.is_alive()
+            && p.sample.stdio_quiet_since.is_some()
             && live_host(ctx, p).is_some()
     }) {
         groups.entry((p.ppid, &p.argv)).or_default().push(p);
@@ -65,7 +69,7 @@ fn twin_groups<'a>(ctx: &'a Ctx<'_>) -> BTreeMap<(u32, &'a [String]), Vec<&'a Pr
 
 /// The newer twin started after the older one fell silent, or talked since.
 fn started_or_talked_since(newer: &Proc, quiet: DateTime<Utc>) -> bool {
-    newer.start_time >= quiet || newer.stdio_quiet_since.is_some_and(|t| t > quiet)
+    newer.start_time >= quiet || newer.sample.stdio_quiet_since.is_some_and(|t| t > quiet)
 }
 
 fn finding(

@@ -18,7 +18,7 @@ fn same_owner<'a>(ctx: &'a Ctx<'_>, p: &Proc) -> Option<&'a ServerInfo> {
 
 fn live_workers<'a>(ctx: &'a Ctx<'_>) -> impl Iterator<Item = &'a std::sync::Arc<Proc>> {
     ctx.proc_arcs()
-        .filter(|p| p.role == Role::Worker && p.state.is_alive())
+        .filter(|p| p.role == Role::Worker && p.sample.state.is_alive())
 }
 
 /// The `--mcp-owner-pid=` as the worker wrote it (its own namespace's pid).
