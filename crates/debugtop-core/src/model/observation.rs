@@ -10,15 +10,15 @@ use super::logs::{LogEvent, TailStats};
 use super::process::{Proc, ProcessTable};
 use super::snapshot::SourceStatus;
 
-/// Everything read in one tick.
+/// Everything read in one tick. `P` holds the table's processes (`()` once taken out).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Observation {
+pub struct Observation<P = Vec<Proc>> {
     /// When it was taken (the scan's end).
     pub at: DateTime<Utc>,
     /// The machine's host name.
     pub host: String,
     /// The server-related processes, as the scan resolved them.
-    pub table: ProcessTable,
+    pub table: ProcessTable<P>,
     /// Exits of watched processes since the last observation, timed when they happened.
     pub exits: Vec<Exit>,
     /// What each live local server's sources said.
@@ -29,6 +29,35 @@ pub struct Observation {
     pub me: SelfInfo,
     /// Sources that are not per server (the exit watcher, say), when degraded.
     pub sources: Vec<SourceStatus>,
+}
+
+impl<P> Observation<P> {
+    /// Its processes, and the rest of what was seen: the state step takes the processes first
+    /// and hands on the rest, which has none to read.
+    pub fn take_procs(self) -> (P, Observation<()>) {
+        let Self {
+            at,
+            host,
+            table,
+            exits,
+            servers,
+            remote,
+            me,
+            sources,
+        } = self;
+        let (procs, table) = table.take_procs();
+        let rest = Observation {
+            at,
+            host,
+            table,
+            exits,
+            servers,
+            remote,
+            me,
+            sources,
+        };
+        (procs, rest)
+    }
 }
 
 /// A watched process's exit.

@@ -735,17 +735,38 @@ pub struct ScanStats {
     pub duration_us: u64,
 }
 
-/// The result of one scan: every process that belongs to a debug server, resolved.
+/// The result of one scan: every process that belongs to a debug server, resolved. `P` is
+/// what holds the processes: `()` once they were taken out (the state step takes them first,
+/// so what reads the rest cannot read a table that was emptied).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ProcessTable {
+pub struct ProcessTable<P = Vec<Proc>> {
     /// When the scan finished.
     pub taken_at: DateTime<Utc>,
     /// Server-related processes, sorted by (server, pid).
-    pub procs: Vec<Proc>,
+    pub procs: P,
     /// The servers among them.
     pub servers: Vec<ServerInfo>,
     /// Counters.
     pub stats: ScanStats,
+}
+
+impl<P> ProcessTable<P> {
+    /// Its processes, and the rest of it.
+    pub fn take_procs(self) -> (P, ProcessTable<()>) {
+        let Self {
+            taken_at,
+            procs,
+            servers,
+            stats,
+        } = self;
+        let rest = ProcessTable {
+            taken_at,
+            procs: (),
+            servers,
+            stats,
+        };
+        (procs, rest)
+    }
 }
 
 impl ProcessTable {

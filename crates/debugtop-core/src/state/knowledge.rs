@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::model::{
     from_log, Fact, FactSource, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin, Observation,
-    SessionLogs, SessionState, SignOfLife, Stage, StageMark, Subject, What,
+    Proc, SessionLogs, SessionState, SignOfLife, Stage, StageMark, Subject, What,
 };
 
 /// How long an ended session's record is kept after its end (then forgotten).
@@ -89,7 +89,7 @@ impl Knowledge {
     }
 
     /// Folds one observation's log events in; returns them, for the timeline and the update.
-    pub fn apply(&mut self, obs: &Observation) -> Vec<LogEvent> {
+    pub fn apply(&mut self, obs: &Observation<()>, procs: &[Proc]) -> Vec<LogEvent> {
         let mut all = Vec::new();
         for s in &obs.servers {
             let start = obs
@@ -114,19 +114,14 @@ impl Knowledge {
             k.prune(obs.at);
             all.extend(s.log_events.iter().cloned());
         }
-        self.forget_gone(obs);
+        self.forget_gone(obs, procs);
         all
     }
 
     /// Drops servers that are gone and left nothing behind.
-    fn forget_gone(&mut self, obs: &Observation) {
+    fn forget_gone(&mut self, obs: &Observation<()>, procs: &[Proc]) {
         let live: Vec<u32> = obs.table.servers.iter().map(|s| s.pid).collect();
-        let referenced: Vec<u32> = obs
-            .table
-            .procs
-            .iter()
-            .filter_map(|p| p.server_pid)
-            .collect();
+        let referenced: Vec<u32> = procs.iter().filter_map(|p| p.server_pid).collect();
         self.servers
             .retain(|pid, _| live.contains(pid) || referenced.contains(pid));
     }

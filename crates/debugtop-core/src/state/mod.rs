@@ -107,10 +107,11 @@ impl State {
 
     /// One step: the observation in, the update out. Each phase is a `trace` span (what the
     /// benchmark times).
-    pub fn step(&mut self, mut obs: Observation) -> Update {
+    pub fn step(&mut self, obs: Observation) -> Update {
         self.seq += 1;
-        let events = trace_span!("step: knowledge").in_scope(|| self.knowledge.apply(&obs));
-        let world = self.world(&mut obs);
+        let (table, obs) = obs.take_procs();
+        let events = trace_span!("step: knowledge").in_scope(|| self.knowledge.apply(&obs, &table));
+        let world = self.world(table, &obs);
         let findings = trace_span!("step: rules").in_scope(|| self.verdicts(&world));
         trace_span!("step: timeline (world)")
             .in_scope(|| self.timeline.observe_world(&world, &findings, &events));
@@ -146,13 +147,11 @@ impl State {
         u
     }
 
-    /// The world of this observation, everything in it that did not change last step's
-    /// allocation; the live table too. The observation's table is taken (not read again).
-    fn world(&mut self, obs: &mut Observation) -> World {
-        let table = trace_span!("step: sharing (processes)").in_scope(|| {
-            self.procs
-                .share(std::mem::take(&mut obs.table.procs), |p| p.id())
-        });
+    /// The world of this observation (its table's processes and the rest of it), everything
+    /// in it that did not change last step's allocation; the live table too.
+    fn world(&mut self, table: Vec<Proc>, obs: &Observation<()>) -> World {
+        let table = trace_span!("step: sharing (processes)")
+            .in_scope(|| self.procs.share(table, |p| p.id()));
         let procs = trace_span!("step: timeline (processes)").in_scope(|| {
             let exited = self.timeline.observe_procs(obs.at, &table, &obs.exits);
             self.tombs.bury(exited, obs.at);
@@ -193,7 +192,7 @@ impl State {
         &mut self,
         world: &World,
         findings: Vec<Arc<Finding>>,
-        obs: &Observation,
+        obs: &Observation<()>,
     ) -> Snapshot {
         let window = chrono::Duration::from_std(self.config.timeline_window)
             .unwrap_or_else(|_| chrono::Duration::minutes(10));

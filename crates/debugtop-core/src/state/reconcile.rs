@@ -127,8 +127,8 @@ pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
 }
 
 /// Joins everything known into one tree per server, over `procs` (live and tombs; the
-/// observation's own table is not read).
-pub fn from_shared(obs: &Observation, procs: Vec<Arc<Proc>>, k: &Knowledge) -> World {
+/// observation's own table's processes are not read, whether it still has them or not).
+pub fn from_shared<P>(obs: &Observation<P>, procs: Vec<Arc<Proc>>, k: &Knowledge) -> World {
     from_shared_with(obs, procs, k, &mut SessionMemo::default())
 }
 
@@ -170,8 +170,8 @@ type Built = (Option<Arc<TreeNode>>, Arc<DebugSession>);
 
 /// [`from_shared`], reusing the debug sessions `memo` holds where nothing they were built from
 /// changed.
-pub fn from_shared_with(
-    obs: &Observation,
+pub fn from_shared_with<P>(
+    obs: &Observation<P>,
     procs: Vec<Arc<Proc>>,
     k: &Knowledge,
     memo: &mut SessionMemo,
@@ -842,7 +842,8 @@ mod tests {
 
     fn world(obs: &Observation) -> World {
         let mut k = Knowledge::default();
-        k.apply(obs);
+        let (table, rest) = obs.clone().take_procs();
+        k.apply(&rest, &table);
         build(obs, Vec::new(), &k)
     }
 
@@ -982,7 +983,8 @@ mod tests {
         steps
             .into_iter()
             .map(|(o, procs)| {
-                k.apply(&o);
+                let (table, o) = o.take_procs();
+                k.apply(&o, &table);
                 from_shared_with(&o, procs, &k, &mut memo)
             })
             .collect()
