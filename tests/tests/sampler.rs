@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use debugtop_core::model::NodeKind;
@@ -47,6 +49,54 @@ async fn a_slow_consumer_never_slows_the_sampler() {
     );
     assert!(running.errors.borrow().is_none());
     running.task.abort();
+}
+
+/// A one-shot look (`snapshot`) starts no thread: no exit watcher (there is no next look to
+/// tell exits to) and no blocking reader (nothing else runs meanwhile); it still sees a real
+/// adapter of a gone server, with its CPU from one read.
+#[test]
+fn a_one_look_engine_starts_no_thread_and_still_sees_the_chain() {
+    let dead = HeldZombie::new();
+    let adapter = Spawned::spawn(
+        Command::new("node")
+            .arg(fixture("js-debug/vsDebugServer.cjs"))
+            .args(["0", "127.0.0.1"])
+            .env("MCP_DEBUGGER_MAIN_PID", dead.pid.to_string()),
+    );
+    let _g = TreeGuard::new(adapter.pid);
+    let started = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&started);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .on_thread_start(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })
+        .build()
+        .unwrap();
+    let look = || {
+        let mut config = Config::default();
+        config.sources.one_look = true;
+        rt.block_on(async {
+            let mut engine = Engine::new(config).unwrap();
+            assert!(engine.exit_signal().is_none(), "one look watches no exits");
+            engine.tick().await.unwrap()
+        })
+    };
+    // Each try is a new one-shot look, until node has started.
+    let mut last = String::new();
+    for _ in 0..50 {
+        let u = look();
+        assert_eq!(started.load(Ordering::SeqCst), 0, "a thread was started");
+        if let Some(seen) = u.snapshot.processes.iter().find(|p| p.pid == adapter.pid) {
+            if seen.role == Role::Adapter {
+                assert!(seen.sample.cpu_percent.is_some(), "{seen:?}");
+                return;
+            }
+        }
+        last = render(&u.snapshot.tree);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the adapter was never seen by a one-shot look; last tree:\n{last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

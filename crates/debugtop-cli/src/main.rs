@@ -193,9 +193,10 @@ async fn take_snapshot(
 ) -> anyhow::Result<debugtop_core::model::Snapshot> {
     let mut config = Config::default();
     config.sources.extra_servers = servers;
-    // One look, no waiting: CPU over each process's life (as `ps` gives it), and what holds now
-    // but has not held for its grace named as not yet confirmed.
-    config.sources.one_read_cpu = true;
+    // One look, no waiting: CPU over each process's life (as `ps` gives it), no exit watcher
+    // and no reading thread, and what holds now but has not held for its grace named as not
+    // yet confirmed.
+    config.sources.one_look = true;
     config.state.publish_unconfirmed = true;
     config.state.redact = !no_redact;
     let home = config.state.home.clone();

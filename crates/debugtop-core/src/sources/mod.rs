@@ -40,9 +40,11 @@ pub struct SourcesConfig {
     pub health_timeout: Duration,
     /// Servers given by URL (`http://host:port`), asked for `/health` only.
     pub extra_servers: Vec<String>,
-    /// A process's first read gives its CPU over its whole life, as `ps` does: for a one-shot
-    /// look that takes no second sample.
-    pub one_read_cpu: bool,
+    /// One look and no other (a one-shot `snapshot`): a process's CPU is its life's average,
+    /// as `ps` gives it (there is no second sample); exits are not watched (there is no next
+    /// look to tell them to) and the table is read on the calling thread (nothing else runs
+    /// meanwhile) — no thread is started for it.
+    pub one_look: bool,
 }
 
 impl Default for SourcesConfig {
@@ -50,7 +52,7 @@ impl Default for SourcesConfig {
         Self {
             health_timeout: health::DEFAULT_TIMEOUT,
             extra_servers: Vec::new(),
-            one_read_cpu: false,
+            one_look: false,
         }
     }
 }
@@ -62,6 +64,8 @@ pub struct Sources {
     /// async runtime never waits on a scan or a log read.
     local: Option<Box<Local>>,
     exits: Option<Arc<ExitWatcher>>,
+    /// One look only (see [`SourcesConfig::one_look`]).
+    one_look: bool,
     health: HealthClient,
     extra: Vec<String>,
     host: String,
@@ -85,9 +89,12 @@ type LocalRead = (ProcessTable, Vec<Exit>, Vec<ServerObservation>);
 impl Sources {
     /// Opens the collector and starts the exit watcher.
     pub fn new(config: &SourcesConfig) -> Result<Self> {
-        let exits = ExitWatcher::start().map(Arc::new);
+        let exits = (!config.one_look)
+            .then(ExitWatcher::start)
+            .flatten()
+            .map(Arc::new);
         let mut collector = Collector::new()?;
-        collector.set_one_read_cpu(config.one_read_cpu);
+        collector.set_one_read_cpu(config.one_look);
         Ok(Self {
             local: Some(Box::new(Local {
                 collector,
@@ -96,6 +103,7 @@ impl Sources {
                 ports: BTreeMap::new(),
             })),
             exits,
+            one_look: config.one_look,
             health: HealthClient::new(config.health_timeout),
             extra: config
                 .extra_servers
@@ -132,6 +140,9 @@ impl Sources {
 
     /// The blocking reads, on a blocking thread.
     async fn read_local(&mut self) -> Result<LocalRead> {
+        if self.one_look {
+            return self.local.as_mut().ok_or(Error::SourcesLost)?.read();
+        }
         let mut local = self.local.take().ok_or(Error::SourcesLost)?;
         let (local, read) = tokio::task::spawn_blocking(move || {
             let read = local.read();
