@@ -273,10 +273,8 @@ struct KillHow {
 
 /// Keeps only the confirmed identities; anything else the plan holds now is refused.
 fn restrict(plan: &mut KillPlan, only: &[ProcId]) {
-    let (keep, drop): (Vec<_>, Vec<_>) = plan
-        .targets
-        .drain(..)
-        .partition(|t| only.contains(&ProcId::new(t.pid, t.start_ticks)));
+    let (keep, drop): (Vec<_>, Vec<_>) =
+        plan.targets.drain(..).partition(|t| only.contains(&t.id()));
     plan.targets = keep;
     plan.refused.extend(drop.into_iter().map(|t| Refusal {
         pid: t.pid,

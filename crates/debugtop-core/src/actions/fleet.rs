@@ -14,8 +14,8 @@ use super::audit::{audit, AuditConfig};
 use super::kill::KillRequest;
 use crate::error::{Error, Result};
 use crate::model::{
-    AuditResult, FleetAudit, Hello, KillAnswer, KillPlan, KillReport, Outcome, PidOutcome, ProcId,
-    Role, Snapshot, Target, TargetAudit, TargetFailure,
+    AuditResult, FleetAudit, Hello, KillAnswer, KillPlan, KillReport, KillTarget, PidOutcome,
+    ProcId, Snapshot, Target, TargetAudit, TargetFailure,
 };
 use crate::sources::Sources;
 use crate::targets::{run_once, Answer, Engines};
@@ -214,11 +214,7 @@ pub async fn execute_remote(
     plan: &KillPlan,
     engines: &Engines,
 ) -> Result<KillAnswer> {
-    let only: Vec<ProcId> = plan
-        .targets
-        .iter()
-        .map(|t| ProcId::new(t.pid, t.start_ticks))
-        .collect();
+    let only: Vec<ProcId> = plan.targets.iter().map(KillTarget::id).collect();
     let KillAnswer { plan, report } = if only.is_empty() {
         KillAnswer {
             plan: plan.clone(),
@@ -237,11 +233,7 @@ pub async fn execute_remote(
     });
     for r in &plan.refused {
         if !report.outcomes.iter().any(|o| o.pid == r.pid) {
-            report.outcomes.push(PidOutcome {
-                pid: r.pid,
-                role: Role::Other,
-                outcome: Outcome::Refused { why: r.why.clone() },
-            });
+            report.outcomes.push(PidOutcome::refused(r));
         }
     }
     Ok(KillAnswer {

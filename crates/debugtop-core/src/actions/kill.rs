@@ -457,15 +457,7 @@ impl<'a> Reporter<'a> {
     /// A reporter whose first outcomes are the plan's refusals.
     #[cfg(any(target_os = "linux", windows))]
     fn with_refusals(plan: &KillPlan, progress: &'a mut dyn FnMut(Progress)) -> Self {
-        let outcomes = plan
-            .refused
-            .iter()
-            .map(|r| PidOutcome {
-                pid: r.pid,
-                role: Role::Other,
-                outcome: Outcome::Refused { why: r.why.clone() },
-            })
-            .collect();
+        let outcomes = plan.refused.iter().map(PidOutcome::refused).collect();
         Self { outcomes, progress }
     }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::ids::ProcId;
 use super::process::Role;
 
 /// Why a process is in the plan.
@@ -53,6 +54,13 @@ pub struct KillTarget {
     pub argv: Vec<String>,
     /// Why it is included.
     pub via: Via,
+}
+
+impl KillTarget {
+    /// Its identity (pid + start ticks), as execution checks it.
+    pub fn id(&self) -> ProcId {
+        ProcId::new(self.pid, self.start_ticks)
+    }
 }
 
 /// A process the plan will not touch, and why.
@@ -258,6 +266,17 @@ pub struct PidOutcome {
     pub role: Role,
     /// What happened.
     pub outcome: Outcome,
+}
+
+impl PidOutcome {
+    /// A refusal of the plan, as a line of its report (role unknown: it was not planned).
+    pub fn refused(r: &Refusal) -> Self {
+        Self {
+            pid: r.pid,
+            role: Role::Other,
+            outcome: Outcome::Refused { why: r.why.clone() },
+        }
+    }
 }
 
 /// The report of an executed plan.
