@@ -92,7 +92,8 @@ impl State {
             knowledge: Knowledge::default(),
             evaluator: Evaluator::new(config.verdicts),
             tombs: tombs::Tombs::new(config.tomb_ttl),
-            timeline: Timeline::new(config.timeline_capacity),
+            timeline: Timeline::new(config.timeline_capacity)
+                .with_raw_command_lines(!config.redact),
             live: LiveTable::default(),
             redaction: LiveRedaction::new(config.home.clone()),
             procs: Interned::default(),

@@ -54,6 +54,8 @@ pub struct Timeline {
     /// comparing them is a small part of building the sets again).
     observed: Observed,
     primed: bool,
+    /// Command lines written as they are (a state that publishes raw, `--no-redact`).
+    raw_command_lines: bool,
 }
 
 impl Default for Timeline {
@@ -74,7 +76,15 @@ impl Timeline {
             findings: FxHashMap::default(),
             observed: Observed::default(),
             primed: false,
+            raw_command_lines: false,
         }
+    }
+
+    /// Writes command lines into events as they are, secrets and all: for a state that
+    /// publishes raw (`--no-redact`), which would otherwise still show `--token ‹redacted›`.
+    pub fn with_raw_command_lines(mut self, raw: bool) -> Self {
+        self.raw_command_lines = raw;
+        self
     }
 
     /// Number of events held.
@@ -159,7 +169,8 @@ impl Timeline {
         match before.get(&p.id()) {
             None if self.primed => {
                 let at = p.start_time.max(now - Duration::seconds(5)).min(now);
-                let text = format!("{} {} appeared: {}", p.role, p.pid, command_line(p));
+                let line = command_line(p, self.raw_command_lines);
+                let text = format!("{} {} appeared: {}", p.role, p.pid, line);
                 Some(about(
                     p,
                     TimelineEvent::new(at, TimelineKind::ProcessAppeared, text),
@@ -428,13 +439,17 @@ fn log_event(l: &LogEvent, now: DateTime<Utc>) -> Option<TimelineEvent> {
     Some(e)
 }
 
-/// The command line as one text. Its secrets are hidden as a command line's (`--token X`)
-/// before it is joined: once joined, which words were one argument is lost. The rest of
-/// redaction (the home directory, free-text secrets) is the published update's. Not cut short
-/// here — a cut could split a secret or the home directory from what would recognise it; the
-/// views cut what they show.
-fn command_line(p: &Proc) -> String {
-    redact_argv(&p.argv).join(" ")
+/// The command line as one text. Unless it is to stay raw, its secrets are hidden as a command
+/// line's (`--token X`) before it is joined: once joined, which words were one argument is
+/// lost. The rest of redaction (the home directory, free-text secrets) is the published
+/// update's. Not cut short here — a cut could split a secret or the home directory from what
+/// would recognise it; the views cut what they show.
+fn command_line(p: &Proc, raw: bool) -> String {
+    if raw {
+        p.argv.join(" ")
+    } else {
+        redact_argv(&p.argv).join(" ")
+    }
 }
 
 #[cfg(test)]

@@ -2015,3 +2015,34 @@ fn the_step_keeps_raw_text_and_redacts_what_it_publishes() {
         .iter()
         .any(|e| e.text.contains("node /home/dev/w.js")));
 }
+
+#[test]
+fn no_redact_shows_a_timeline_command_line_raw() {
+    // `--no-redact` publishes everything raw: the timeline's line of a new process too (it
+    // used to hide `--password X` before joining the words whatever the setting).
+    let line = |redact: bool| {
+        let mut s = State::new(StateConfig {
+            redact,
+            ..StateConfig::default()
+        });
+        let _ = s.step(Obs::at(0).build());
+        let argv = "node /home/dev/w.js --password Zq2secret2";
+        let u = s.step(
+            Obs::at(1)
+                .proc(worker(300, "s-0").argv(argv).build())
+                .build(),
+        );
+        u.snapshot
+            .timeline
+            .iter()
+            .find(|e| e.kind == crate::model::TimelineKind::ProcessAppeared)
+            .map(|e| e.text.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        line(false).ends_with("--password Zq2secret2"),
+        "{}",
+        line(false)
+    );
+    assert!(!line(true).contains("Zq2secret2"), "{}", line(true));
+}
