@@ -262,10 +262,50 @@ pub fn redact_text(s: &str, home: Option<&str>) -> String {
 /// Can any of the patterns match? Each needs one of `"':=@` or a space: a word without them
 /// (most of any command line: paths, flags, numbers) is ruled out without a search.
 fn could_match(s: &str) -> bool {
-    s.bytes()
+    let punctuated = s
+        .bytes()
         .any(|b| matches!(b, b'"' | b'\'' | b':' | b'=' | b'@'))
-        || s.chars().any(char::is_whitespace)
+        || s.chars().any(char::is_whitespace);
+    punctuated && names_a_secret(s)
 }
+
+/// Whether `s` has what every pattern needs one of: a secret's name or an auth scheme (any
+/// case), or an `@` (URL userinfo). Checked before the patterns are compiled at all — most runs
+/// never meet such text, and compiling them is a one-shot look's largest single cost. Text that
+/// is not all ASCII goes to the patterns: their case folding is Unicode's (`ſ` is an `s`).
+fn names_a_secret(s: &str) -> bool {
+    static WORDS: std::sync::OnceLock<Option<aho_corasick::AhoCorasick>> =
+        std::sync::OnceLock::new();
+    if !s.is_ascii() || s.contains('@') {
+        return true;
+    }
+    let words = WORDS.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(SECRET_WORDS)
+            .ok()
+    });
+    // Not built (cannot happen with these words): every text goes to the patterns.
+    words.as_ref().is_none_or(|w| w.is_match(s))
+}
+
+/// One of these is in every match of [`patterns`] but a URL's userinfo: the secret names'
+/// words (`token`, `passw(or)d`/`pass`, `pwd`/`pw`, `api_key`/`key`, `auth…`, `credentials`,
+/// `cookie`, `sig(nature)`, `secret`), the auth schemes and `authorization` (`auth`).
+const SECRET_WORDS: [&str; 12] = [
+    "token",
+    "secret",
+    "pass",
+    "pw",
+    "key",
+    "auth",
+    "credential",
+    "cookie",
+    "sig",
+    "bearer",
+    "basic",
+    "digest",
+];
 
 /// Where secret values stand: every pattern is matched on the *original* text, so a match of
 /// one (a cut value running into the next quote) can never hide a match of another.
@@ -794,7 +834,22 @@ mod prop_tests {
     ];
 
     /// Pieces of what the six patterns match: names, schemes, separators, spaces of every kind.
-    const FRAGMENTS: [&str; 22] = [
+    const FRAGMENTS: [&str; 35] = [
+        // Every word the quick rule-out looks for, in other cases and in halves (joined by the
+        // generator), and two that match only by Unicode case folding (long s, Kelvin sign).
+        "SECRET",
+        "pwd",
+        "Key",
+        "credentials",
+        "COOKIE",
+        "sig",
+        "DIGEST",
+        "pa",
+        "SS",
+        "au",
+        "th",
+        "\u{17f}ecret",
+        "to\u{212a}en",
         "token",
         "Bearer",
         "basic",
@@ -820,6 +875,52 @@ mod prop_tests {
     ];
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1024))]
+        #[test]
+        fn the_quick_rule_out_never_skips_a_secret_in_its_place(
+            before in 0..5usize,
+            word in 0..10usize,
+            between in 0..4usize,
+            value in 0..3usize,
+        ) {
+            // The shapes the patterns look for, with the secret's name in odd cases and in
+            // letters that are its letters only by Unicode case folding.
+            let before = ["", "?", "\"", " --", "x&"][before];
+            let word = [
+                "TOKEN", "Passwd", "api-KEY", "\u{17f}ecret", "to\u{212a}en", "x_pw",
+                "Cookie", "SIGNATURE", "credentials", "AUTHorization",
+            ][word];
+            let between = ["=", "\":", " ", ": "][between];
+            let value = ["\"abc\"", "'abc'", "abc123"][value];
+            let s = format!("{before}{word}{between}{value}");
+            if !could_match(&s) {
+                prop_assert!(!patterns().any.is_match(&s), "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_quick_rule_out_leaves_plain_text_alone() {
+        for plain in [
+            "process table: 69 read, 0 denied",
+            "node /srv/app/dist/proxy/proxy-worker.js --mcp-owner-pid 77",
+            "a = b: c",
+        ] {
+            assert!(!could_match(plain), "{plain}");
+        }
+        for word in [
+            "--token x",
+            "PASSWORD=x",
+            "x:y@host",
+            "Authorization: x",
+            "\u{17f}ecret=x",
+        ] {
+            assert!(could_match(word), "{word}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
         #[test]
         fn the_quick_rule_out_never_skips_text_a_pattern_matches(
             parts in proptest::collection::vec(0..FRAGMENTS.len(), 0..8),
