@@ -796,8 +796,11 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
         (out.status.code(), doc)
     });
 
-    // 30 s of silence, the grace, a tick or two.
-    let found = wait_for(Duration::from_secs(90), || {
+    // 30 s of silence, the grace, a tick or two — after the old server's own start-up I/O,
+    // which can come half a minute late, and quiet servers' counters are read one scan in
+    // four. 90 s was missed once in four runs on this 2-core machine (cause not seen: the
+    // message below says what the monitor saw); a deadline, not a timing.
+    let found = wait_for(Duration::from_secs(150), || {
         let lines = stream.lock().unwrap();
         let u: Value = serde_json::from_str(lines.last()?).ok()?;
         let fs = u["snapshot"]["findings"].as_array()?.clone();
