@@ -3,7 +3,8 @@
 //! closing, while 50 watched processes a second are spawned and exit. Every minute (every tenth
 //! of a short run) it prints the sampler's RSS and open file descriptors (the fewest of five
 //! looks, so a socket open at one instant is not a leak); after the warm-up
-//! (5 minutes, or a third of a shorter run) RSS may not grow more than 5 % and descriptors other
+//! (5 minutes, or a third of a shorter run) RSS may not rise more than 5 % above the highest it
+//! reached during the warm-up (the allocator returns memory in bursts) and descriptors other
 //! than pidfds may not grow at all (pidfds follow the live watched processes, so they are held
 //! to a bound instead).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
@@ -129,6 +130,9 @@ async fn soak_rss_and_fds_stay_flat() {
     let mut next_sample = started;
     let mut open: Vec<String> = Vec::new();
     let mut baseline: Option<(u64, usize, usize)> = None;
+    // The highest RSS of the warm-up: the allocator gives memory back in bursts, so one look
+    // can sit 10 % under the working set (measured: 59–72 MB with no trend after 4 minutes).
+    let mut warmup_peak = 0u64;
     let mut problems = Vec::new();
     let mut n = 0u32;
     while started.elapsed() < total {
@@ -155,10 +159,15 @@ async fn soak_rss_and_fds_stay_flat() {
                 spawned.load(Ordering::Relaxed)
             );
             match baseline {
-                None if started.elapsed() >= warmup => baseline = Some((rss, fds, pidfds)),
+                None if started.elapsed() >= warmup => {
+                    baseline = Some((rss.max(warmup_peak), fds, pidfds));
+                }
+                None => warmup_peak = warmup_peak.max(rss),
                 Some((b_rss, b_fds, b_pidfds)) => {
                     if rss * 100 > b_rss * 105 {
-                        problems.push(format!("at {t} s RSS {rss} kB > 105 % of {b_rss} kB"));
+                        problems.push(format!(
+                            "at {t} s RSS {rss} kB > 105 % of the warm-up's highest, {b_rss} kB"
+                        ));
                     }
                     if fds > b_fds {
                         problems.push(format!("at {t} s {fds} fds > {b_fds} after the warm-up"));
@@ -167,7 +176,6 @@ async fn soak_rss_and_fds_stay_flat() {
                         problems.push(format!("at {t} s {pidfds} pidfds (warm-up {b_pidfds})"));
                     }
                 }
-                None => {}
             }
             next_sample += every;
         }

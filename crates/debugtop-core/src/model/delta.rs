@@ -68,7 +68,7 @@ pub struct SnapshotChanges {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub debug_sessions: Option<Vec<std::sync::Arc<DebugSession>>>,
-    /// Processes, by identity (`pid:start_ticks`).
+    /// Processes, by identity (`ProcId`: `pid.start-ticks`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[ts(optional)]
     pub processes: Option<Keyed<std::sync::Arc<Proc>>>,

@@ -51,7 +51,7 @@ http_sessions?: Array<HttpSession>,
  */
 debug_sessions?: Array<DebugSession>, 
 /**
- * Processes, by identity (`pid:start_ticks`).
+ * Processes, by identity (`ProcId`: `pid.start-ticks`).
  */
 processes?: Keyed<Proc>, 
 /**
