@@ -34,33 +34,16 @@ pub struct ProcBuilder(Proc);
 impl ProcBuilder {
     /// A process with this pid and role.
     pub fn new(pid: u32, role: Role) -> Self {
+        let argv = vec![format!("p{pid}")];
         Self(Proc {
             facts: ProcFacts {
-                pid,
                 ppid: 1,
                 pgid: pid,
                 sid: pid,
-                start_time: at(-60),
-                start_ticks: u64::from(pid) * 10,
                 uid: Some(1000),
-                role,
-                argv: vec![format!("p{pid}")],
-                markers: EnvMarkers::default(),
                 server_pid: Some(100),
-                session_id: None,
-                language: None,
                 owner_pid: (role == Role::Worker).then_some(100),
-                remembered_ppid: None,
-                exited_at: None,
-                stdio: None,
-                channel: None,
-                stdin_holders: None,
-                stdin_unchecked: false,
-                mcp: None,
-                host: None,
-                ns: None,
-                tracer_pid: None,
-                adopted: None,
+                ..ProcFacts::new(pid, u64::from(pid) * 10, at(-60), role, argv)
             },
             sample: ProcSample {
                 state: ProcState::Sleeping,
@@ -511,17 +494,13 @@ impl Observe for Replay {
 }
 
 fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<&str>) -> Proc {
+    let argv = argv.split(' ').map(str::to_owned).collect();
     Proc {
         facts: ProcFacts {
-            pid,
             ppid,
             pgid,
             sid: pgid,
-            start_time: at(-60),
-            start_ticks: u64::from(pid) * 7,
             uid: Some(1000),
-            role,
-            argv: argv.split(' ').map(str::to_owned).collect(),
             markers: EnvMarkers {
                 main_pid: Some(997),
                 ..EnvMarkers::default()
@@ -530,17 +509,7 @@ fn proc(pid: u32, ppid: u32, pgid: u32, role: Role, argv: &str, session: Option<
             session_id: session.map(str::to_owned),
             language: session.map(|_| Language::Javascript),
             owner_pid: (role == Role::Worker).then_some(997),
-            remembered_ppid: None,
-            exited_at: None,
-            stdio: None,
-            channel: None,
-            stdin_holders: None,
-            stdin_unchecked: false,
-            mcp: None,
-            host: None,
-            ns: None,
-            tracer_pid: None,
-            adopted: None,
+            ..ProcFacts::new(pid, u64::from(pid) * 7, at(-60), role, argv)
         },
         sample: ProcSample {
             state: ProcState::Sleeping,

@@ -293,33 +293,14 @@ pub fn with_forced_targets(live: &LiveTable, plan: &KillPlan) -> LiveTable {
 
 fn read_forced(pid: u32) -> Option<Proc> {
     let g = collect::glance(pid)?;
+    let epoch = chrono::DateTime::UNIX_EPOCH;
     Some(Proc {
         facts: ProcFacts {
-            pid,
             ppid: g.ppid,
             pgid: g.pgid,
             sid: g.sid,
-            start_time: chrono::DateTime::UNIX_EPOCH,
-            start_ticks: g.start_ticks,
             uid: g.uid,
-            role: Role::Other,
-            argv: g.argv,
-            markers: Default::default(),
-            server_pid: None,
-            session_id: None,
-            language: None,
-            owner_pid: None,
-            remembered_ppid: None,
-            exited_at: None,
-            stdio: None,
-            channel: None,
-            stdin_holders: None,
-            stdin_unchecked: false,
-            mcp: None,
-            host: None,
-            ns: None,
-            tracer_pid: None,
-            adopted: None,
+            ..ProcFacts::new(pid, g.start_ticks, epoch, Role::Other, g.argv)
         },
         sample: ProcSample {
             state: g.state,

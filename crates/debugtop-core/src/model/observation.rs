@@ -35,26 +35,16 @@ impl<P> Observation<P> {
     /// Its processes, and the rest of what was seen: the state step takes the processes first
     /// and hands on the rest, which has none to read.
     pub fn take_procs(self) -> (P, Observation<()>) {
-        let Self {
-            at,
-            host,
-            table,
-            exits,
-            servers,
-            remote,
-            me,
-            sources,
-        } = self;
-        let (procs, table) = table.take_procs();
+        let (procs, table) = self.table.take_procs();
         let rest = Observation {
-            at,
-            host,
+            at: self.at,
+            host: self.host,
             table,
-            exits,
-            servers,
-            remote,
-            me,
-            sources,
+            exits: self.exits,
+            servers: self.servers,
+            remote: self.remote,
+            me: self.me,
+            sources: self.sources,
         };
         (procs, rest)
     }

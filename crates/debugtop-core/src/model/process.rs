@@ -486,6 +486,44 @@ impl EnvMarkers {
 }
 
 impl ProcFacts {
+    /// A process of which nothing is known but its identity, start, command line and role:
+    /// no parent, group, owner, server, session, stdio, host or container yet.
+    pub fn new(
+        pid: u32,
+        start_ticks: u64,
+        start_time: DateTime<Utc>,
+        role: Role,
+        argv: Vec<String>,
+    ) -> Self {
+        Self {
+            pid,
+            ppid: 0,
+            pgid: 0,
+            sid: 0,
+            start_time,
+            start_ticks,
+            uid: None,
+            role,
+            argv,
+            markers: EnvMarkers::default(),
+            server_pid: None,
+            session_id: None,
+            language: None,
+            owner_pid: None,
+            remembered_ppid: None,
+            exited_at: None,
+            stdio: None,
+            channel: None,
+            stdin_holders: None,
+            stdin_unchecked: false,
+            mcp: None,
+            host: None,
+            ns: None,
+            tracer_pid: None,
+            adopted: None,
+        }
+    }
+
     /// Its identity (pid + start ticks).
     pub fn id(&self) -> ProcId {
         ProcId::new(self.pid, self.start_ticks)
@@ -753,19 +791,13 @@ pub struct ProcessTable<P = Vec<Proc>> {
 impl<P> ProcessTable<P> {
     /// Its processes, and the rest of it.
     pub fn take_procs(self) -> (P, ProcessTable<()>) {
-        let Self {
-            taken_at,
-            procs,
-            servers,
-            stats,
-        } = self;
         let rest = ProcessTable {
-            taken_at,
+            taken_at: self.taken_at,
             procs: (),
-            servers,
-            stats,
+            servers: self.servers,
+            stats: self.stats,
         };
-        (procs, rest)
+        (self.procs, rest)
     }
 }
 
