@@ -7,6 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-test}"
 
+# Room on the disk, first: a full disk fails far from its cause (Wine's prefix set-up exits 53
+# with nothing said). A fresh clone's `make test` leaves about 11 GB of builds; `make run` about 3.
+need_gb=4; [ "$what" = test ] && need_gb=14
+free_gb=$(( $(df -Pk . | awk 'NR==2 {print $4}') / 1024 / 1024 ))
+if [ "$free_gb" -lt "$need_gb" ]; then
+  echo "deps: only $free_gb GB free on the disk holding $PWD; 'make $what' needs about $need_gb GB" \
+       "for its builds — free some (old target/ directories, clones) and run it again" >&2
+  exit 1
+fi
+
 # Debian packages. libwebkit2gtk-4.1-dev is what Tauri 2 builds against on Linux.
 pkgs=(libwebkit2gtk-4.1-dev build-essential pkg-config file libssl-dev libxdo-dev
       libayatana-appindicator3-dev librsvg2-dev xvfb xauth)
@@ -102,7 +112,16 @@ if [ "$what" = test ]; then
   else
     echo "deps: making a Wine prefix (Windows 10) in $wine_dir/prefix"
     rm -rf "$wine_dir/prefix"
-    WINEPREFIX="$PWD/$wine_dir/prefix" WINEDEBUG=-all /usr/lib/wine/wine64 winecfg /v win10 >/dev/null 2>&1
+    mkdir -p "$wine_dir"
+    log="$wine_dir/prefix-setup.log"
+    status=0
+    WINEPREFIX="$PWD/$wine_dir/prefix" WINEDEBUG=-all /usr/lib/wine/wine64 winecfg /v win10 >"$log" 2>&1 || status=$?
+    if [ "$status" -ne 0 ]; then
+      WINEPREFIX="$PWD/$wine_dir/prefix" /usr/lib/wine/wineserver64 -k 2>/dev/null || true
+      echo "deps: Wine could not make its prefix (winecfg exited $status); the end of $log:" >&2
+      tail -n 15 "$log" >&2
+      exit 1
+    fi
     WINEPREFIX="$PWD/$wine_dir/prefix" /usr/lib/wine/wineserver64 -w
     touch "$wine_dir/prefix/.debugtop-win10"
   fi
