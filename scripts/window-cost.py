@@ -19,7 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
 from procfs import comm, cpu_ticks, family, pss_kib, rss_kib, start_ticks  # noqa: E402
-APP = ROOT / "target" / "release" / "debugtop"
+# DEBUGTOP_APP: another build of the app to measure (an A/B against the tree's own).
+APP = Path(os.environ.get("DEBUGTOP_APP", ROOT / "target" / "release" / "debugtop"))
 HZ = os.sysconf("SC_CLK_TCK")
 
 

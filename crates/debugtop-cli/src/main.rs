@@ -2,7 +2,9 @@
 //! calls the core's actions, prints; every decision is the core's.
 
 /// mimalloc: at incident scale a tick allocates and frees hundreds of thousands of small
-/// strings; glibc's allocator made the same tick 1.4× slower (BENCHMARKS.md).
+/// strings; glibc's allocator made the same tick 1.4× slower (BENCHMARKS.md). Built without
+/// its transparent huge pages (`no_thp` in the workspace's Cargo.toml): they doubled what a
+/// long `watch` keeps resident.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
