@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 what="${1:-test}"
 
 # Room on the disk, first: a full disk fails far from its cause (Wine's prefix set-up exits 53
-# with nothing said). A fresh clone's `make test` took 11 GB (stop 34); `make run` builds only the app, less (not measured).
+# with nothing said). A fresh clone's `make test` took 11 GB (stop 34); `make run` builds only
+# the app: less (not measured).
 need_gb=4; [ "$what" = test ] && need_gb=12
 free_gb=$(( $(df -Pk . | awk 'NR==2 {print $4}') / 1024 / 1024 ))
 if [ "$free_gb" -lt "$need_gb" ]; then
@@ -112,7 +113,6 @@ if [ "$what" = test ]; then
   else
     echo "deps: making a Wine prefix (Windows 10) in $wine_dir/prefix"
     rm -rf "$wine_dir/prefix"
-    mkdir -p "$wine_dir"
     log="$wine_dir/prefix-setup.log"
     status=0
     WINEPREFIX="$PWD/$wine_dir/prefix" WINEDEBUG=-all /usr/lib/wine/wine64 winecfg /v win10 >"$log" 2>&1 || status=$?

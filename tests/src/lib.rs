@@ -16,7 +16,7 @@ use debugtop_core::model::{Finding, FindingKind, TreeNode, Update};
 use debugtop_core::sampler::{Config, Engine};
 
 pub use procs::{
-    fixture, respawn_at, start_ticks, wait_for, HeldZombie, Owned, Spawned, TreeGuard,
+    fixture, kib_field, respawn_at, start_ticks, wait_for, HeldZombie, Owned, Spawned, TreeGuard,
 };
 
 /// An engine over this machine, `/health` timing out after `health_ms`.

@@ -171,6 +171,14 @@ pub fn my_pid() -> u32 {
     std::process::id()
 }
 
+/// A `Name:   N kB` field of one of `/proc/<pid>`'s files (`status`, `smaps_rollup`), in KiB.
+pub fn kib_field(pid: u32, file: &str, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
 /// Parent pid from `/proc/<pid>/stat`.
 pub fn ppid_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -36,12 +36,7 @@ fn duration(s: &str) -> Duration {
 /// the fewest of five looks over half a second: a leak stays, while a `/health` socket or a
 /// log being read at the moment of one look does not.
 fn measure(pid: u32) -> (u64, usize, usize) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0);
+    let rss = debugtop_e2e::kib_field(pid, "status", "VmRSS").unwrap_or(0);
     let (mut other, mut pidfds) = (usize::MAX, usize::MAX);
     for _ in 0..5 {
         let (o, p) = fds(pid);
