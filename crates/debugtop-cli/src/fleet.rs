@@ -2,7 +2,7 @@
 //! `snapshot --target …`. Each calls the core's fleet actions and prints; plans are made and
 //! checked on the target.
 
-use debugtop_core::model::printable::one_line;
+use debugtop_core::model::printable::{self, one_line};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -16,7 +16,7 @@ use debugtop_core::targets::Engines;
 pub async fn audit(args: &AuditArgs, targets: &[Target], json: bool) -> anyhow::Result<ExitCode> {
     let fleet = core_fleet::audit_targets(targets, &audit_config(args), &Engines::from_env()).await;
     let text = if json {
-        serde_json::to_string_pretty(&fleet)? + "\n"
+        printable::json(&fleet, true)? + "\n"
     } else {
         debugtop_core::model::printable::for_terminal(&fleet.to_text()).into_owned()
     };
@@ -40,7 +40,7 @@ pub async fn kill(
     let engines = Engines::from_env();
     let (hello, shown) = core_fleet::plan_remote(on, &request, grace_ms, &engines).await?;
     if json && dry_run {
-        println!("{}", serde_json::to_string(&shown)?);
+        println!("{}", printable::json(&shown, false)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = std::io::stdout().lock();
@@ -88,7 +88,7 @@ fn print_plan(
 fn print_done(on: &Target, done: &KillAnswer, json: bool) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string(done)?)?;
+        writeln!(out, "{}", printable::json(done, false)?)?;
         return Ok(());
     }
     for o in done.report.iter().flat_map(|r| &r.outcomes) {
@@ -108,7 +108,7 @@ pub async fn snapshot(
 ) -> anyhow::Result<ExitCode> {
     let fleet = core_fleet::snapshot_targets(targets, local, no_redact, &Engines::from_env()).await;
     let text = match format {
-        Format::Json => serde_json::to_string_pretty(&fleet)? + "\n",
+        Format::Json => printable::json(&fleet, true)? + "\n",
         Format::Md => core_fleet::fleet_markdown(&fleet),
     };
     crate::write_out(out.as_deref(), &text)?;

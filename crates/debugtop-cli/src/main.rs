@@ -8,7 +8,7 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use debugtop_core::model::printable::{for_terminal, one_line};
+use debugtop_core::model::printable::{self, for_terminal, one_line};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -99,7 +99,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit { args, json, .. } => {
             let run = audit_now(&args).await?;
             let text = if json {
-                serde_json::to_string_pretty(&run.result)? + "\n"
+                printable::json(&run.result, true)? + "\n"
             } else {
                 for_terminal(&run.result.to_text()).into_owned()
             };
@@ -248,7 +248,7 @@ async fn watch(
             continue;
         };
         let line = if json {
-            serde_json::to_string(&*p.update).context("cannot serialise an update")?
+            printable::json(&*p.update, false).context("cannot serialise an update")?
         } else {
             summary(&p.update)
         };
@@ -375,7 +375,7 @@ async fn kill_json(plan: KillPlan, dry_run: bool, force: bool) -> anyhow::Result
         None if dry_run && !plan.targets.is_empty() => 0,
         _ => 1,
     };
-    say(&serde_json::to_string(&KillAnswer { plan, report })?)?;
+    say(&printable::json(&KillAnswer { plan, report }, false)?)?;
     Ok(ExitCode::from(code))
 }
 

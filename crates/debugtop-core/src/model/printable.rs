@@ -2,7 +2,9 @@
 //! made safe to put in front of a person on a terminal. Printed as it came, `ESC]52;…` writes
 //! the clipboard, `ESC]0;…` the window title, and `ESC[2K` with a carriage return erases the
 //! line before it: enough to hide a line of a kill plan someone is asked to confirm. Every
-//! readable report goes through here; JSON escapes on its own.
+//! readable report goes through here; so does every JSON document debugtop prints or writes
+//! ([`json`]): serde escapes C0 controls but leaves C1 controls (`U+009B` is a CSI to many
+//! terminals) and bidirectional overrides as they are.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -42,6 +44,36 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     escaped(s, |_| false)
 }
 
+/// `x` as JSON (pretty or on one line) with every character [`unsafe_char`] would refuse
+/// written as a `\uXXXX` escape: the same JSON to a parser, inert on a terminal (`jq` and
+/// `cat` of an export). Outside its strings JSON is ASCII, so every such character is inside a
+/// string, where an escape is valid.
+pub fn json<T: serde::Serialize + ?Sized>(x: &T, pretty: bool) -> serde_json::Result<String> {
+    let text = if pretty {
+        serde_json::to_string_pretty(x)?
+    } else {
+        serde_json::to_string(x)?
+    };
+    Ok(json_escaped(text))
+}
+
+/// JSON text with every unsafe character escaped (see [`json`]).
+fn json_escaped(text: String) -> String {
+    let risky = |c: char| unsafe_char(c) || matches!(c, '\u{2028}' | '\u{2029}');
+    if !text.chars().any(risky) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if risky(c) && c != '\n' && c != '\t' && c != '\r' {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +94,25 @@ mod tests {
             for_terminal("node café.js — ✓"),
             Cow::Borrowed("node café.js — ✓")
         ));
+    }
+
+    #[test]
+    fn json_escapes_c1_controls_and_bidi_overrides_and_reads_the_same() {
+        let hostile = vec![
+            "a\u{9b}31m\u{202e}b\u{2066}c\u{7f}d\u{2028}".to_owned(),
+            "x\ny".to_owned(),
+        ];
+        for pretty in [false, true] {
+            let j = json(&hostile, pretty).unwrap();
+            assert!(
+                !j.chars().any(|c| unsafe_char(c) && c != '\n' && c != ' '),
+                "{j:?}"
+            );
+            assert!(j.contains("\\u009b") && j.contains("\\u202e"), "{j}");
+            let back: Vec<String> = serde_json::from_str(&j).unwrap();
+            assert_eq!(back, hostile);
+        }
+        // Near miss: ordinary text is left as serde writes it.
+        assert_eq!(json(&"café ✓", false).unwrap(), "\"café ✓\"");
     }
 }
