@@ -5,7 +5,7 @@
 //! pid) to a server that is gone stay under a node for that gone server. Pure over the
 //! observation and the knowledge.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Duration, Utc};
@@ -361,23 +361,40 @@ fn live_server(
     let others: Vec<&Arc<Proc>> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
     let (mut sessions, mut debug) = session_nodes(s.pid, know, &others, w.at, memo);
     let http = http_sessions(s.pid, know, ok_health, w.at);
-    for h in &http {
+    // Which listed HTTP session holds each debug session (the first that names it), found in
+    // one pass: a walk of every session per HTTP session was quadratic.
+    let holder: HashMap<&str, usize> = http
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.listed)
+        .flat_map(|(i, h)| {
+            h.session
+                .debug_sessions
+                .iter()
+                .map(move |d| (d.as_str(), i))
+        })
+        .rev()
+        .collect();
+    let mut held: Vec<Vec<Arc<TreeNode>>> = vec![Vec::new(); http.len()];
+    let mut unheld = Vec::with_capacity(sessions.len());
+    for d in sessions {
+        match d.session_id.as_deref().and_then(|sid| holder.get(sid)) {
+            Some(&i) => held[i].push(d),
+            None => unheld.push(d),
+        }
+    }
+    sessions = unheld;
+    for d in debug.iter_mut() {
+        let Some(h) = holder.get(d.id.as_str()).map(|&i| &http[i].session) else {
+            continue;
+        };
+        if d.http_session.as_ref() != Some(&h.id) {
+            Arc::make_mut(d).http_session = Some(h.id.clone());
+        }
+    }
+    for (h, mine) in http.iter().zip(held) {
         if !h.listed {
             continue;
-        }
-        let (mine, rest): (Vec<_>, Vec<_>) = sessions.into_iter().partition(|d| {
-            d.session_id
-                .as_ref()
-                .is_some_and(|sid| h.session.debug_sessions.contains(sid))
-        });
-        sessions = rest;
-        for d in debug
-            .iter_mut()
-            .filter(|d| h.session.debug_sessions.contains(&d.id))
-        {
-            if d.http_session.as_ref() != Some(&h.session.id) {
-                Arc::make_mut(d).http_session = Some(h.session.id.clone());
-            }
         }
         let mut n = http_node(&h.session);
         n.children = mine;
@@ -483,10 +500,23 @@ fn http_sessions(
             .filter(|(_, r)| r.ended.is_some_and(|(_, at)| now - at < ENDED_KEEP))
             .map(|(k, _)| k.clone()),
     );
+    // Looked up by id, once each: `/health` may list tens of thousands (a walk of its list per
+    // session was quadratic).
+    let in_health: HashSet<&str> = health
+        .map(|(_, h)| h.sessions.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    let details: HashMap<&str, &Vec<String>> = health
+        .and_then(|(_, h)| h.details.as_ref())
+        .map(|d| {
+            d.iter()
+                .map(|d| (d.http_session.as_str(), &d.debug_sessions))
+                .collect()
+        })
+        .unwrap_or_default();
     ids.into_iter()
         .map(|id| {
             let rec = know.http.get(&id);
-            let in_health = health.is_some_and(|(_, h)| h.sessions.contains(&id));
+            let in_health = in_health.contains(id.as_str());
             let mut facts = rec.map(|r| r.facts.clone()).unwrap_or_default();
             if let (true, Some((url, _))) = (in_health, health) {
                 facts.push(Fact::new(
@@ -497,10 +527,9 @@ fn http_sessions(
                     None,
                 ));
             }
-            let linked = health
-                .and_then(|(_, h)| h.details.as_ref())
-                .and_then(|d| d.iter().find(|d| d.http_session == id))
-                .map(|d| d.debug_sessions.clone())
+            let linked = details
+                .get(id.as_str())
+                .map(|d| (*d).clone())
                 .unwrap_or_default();
             HttpView {
                 listed: listed.contains(&id),
