@@ -1,12 +1,14 @@
 //! Files named by other processes (a log path in a server's argv, a script's `package.json`),
 //! opened without letting them steer debugtop — which may run as root while the file's folder
-//! belongs to anyone: no symbolic link followed in any component of a log's path, non-blocking
-//! (a FIFO named as a log cannot hang the sampler), only regular files read, of the user the
-//! file should belong to, reads capped. Everything that opens such a path goes through here.
+//! belongs to anyone. [`open_as`] checks before it opens: the path is absolute and has no `..`
+//! (not walked), every folder on the way is looked up without following a symbolic link, the
+//! last component is looked at without being opened for reading (`O_PATH`, then `fstat`: a
+//! device another user names is never opened, so nothing a driver does on open happens), and
+//! only a regular file of the right owner is then opened — through the very descriptor that was
+//! checked, so nothing can be swapped in between. Non-blocking (a FIFO cannot hang the sampler),
+//! reads capped. Everything that opens such a path goes through here.
 
 use std::fs::File;
-#[cfg(unix)]
-use std::io::Read;
 #[cfg(unix)]
 use std::path::Component;
 use std::path::Path;
@@ -15,9 +17,11 @@ use std::path::Path;
 use rustix::fs::{Mode, OFlags, CWD};
 #[cfg(unix)]
 use rustix::io::Errno;
+#[cfg(target_os = "linux")]
+use std::os::unix::ffi::OsStrExt;
 
 #[cfg(windows)]
-pub use windows::{open_untrusted, read_small};
+pub use windows::open_untrusted;
 
 #[cfg(unix)]
 const READ_FLAGS: OFlags = OFlags::RDONLY
@@ -83,20 +87,358 @@ fn walk(path: &Path) -> std::io::Result<File> {
     )?))
 }
 
-/// Opens a file another process named, as [`open_untrusted`], and only a regular file owned by
-/// `owner` (when given): a server's files are read for the server's user, never a file of
-/// another user it pointed at.
-pub fn open_owned(path: &Path, owner: Option<u32>) -> Option<File> {
-    let f = open_untrusted(path).ok()?;
-    let meta = f.metadata().ok()?;
-    let owned = match (owner, crate::os::file_owner(&f, &meta)) {
-        (None, _) => true,
-        (Some(want), Some(got)) => want == got,
-        // The owner is not in the metadata here (Windows): the OS's access checks stand in,
-        // unless debugtop may read every user's files.
-        (Some(_), None) => !crate::os::privileged(),
+/// Whose file a path from another process may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// Exactly this user's (a server's logs: its user writes them).
+    Is(u32),
+    /// What this user could read itself: its own file, or one of root's that everyone may read
+    /// on a path everyone may walk (a package or a script installed by root) — never a file
+    /// the user could not open, whoever debugtop runs as.
+    ReadableBy(u32),
+    /// Not known (the process's user could not be read): only what debugtop's own user may
+    /// read, and nothing when debugtop runs elevated.
+    Unknown,
+}
+
+impl Owner {
+    /// `Is` the user when known.
+    pub fn is(uid: Option<u32>) -> Self {
+        uid.map_or(Self::Unknown, Self::Is)
+    }
+
+    /// `ReadableBy` the user when known.
+    pub fn readable_by(uid: Option<u32>) -> Self {
+        uid.map_or(Self::Unknown, Self::ReadableBy)
+    }
+
+    /// The user whose files these are (unknown: debugtop's own).
+    fn user(self) -> u32 {
+        match self {
+            Self::Is(u) | Self::ReadableBy(u) => u,
+            Self::Unknown => crate::os::my_uid().unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Refused before anything is looked up: an unknown owner while debugtop runs elevated.
+    fn refused_outright(self) -> Option<Refused> {
+        (self == Self::Unknown && crate::os::privileged()).then(|| {
+            Refused::Io(std::io::Error::other(
+                "whose process named it cannot be told and debugtop runs elevated: not read",
+            ))
+        })
+    }
+}
+
+/// Why a path from another process was not opened.
+#[derive(Debug)]
+pub enum Refused {
+    /// It does not exist (yet).
+    Missing,
+    /// A symbolic link on the way or at its end: not followed.
+    Link,
+    /// A `..` in it (not walked), or not absolute.
+    NotPlain,
+    /// Not a regular file: a device, a FIFO, a socket or a folder — never opened for reading.
+    NotRegular(&'static str),
+    /// Another user's file than the one it had to be.
+    Owner {
+        /// Whose it is.
+        got: u32,
+        /// Whose it had to be.
+        want: u32,
+    },
+    /// The user it is read for could not read it (a folder on the way, or the file itself,
+    /// is closed to them).
+    ClosedTo(u32),
+    /// The system said no.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Missing => write!(f, "it does not exist"),
+            Self::Link => write!(f, "a symbolic link in its path: not followed"),
+            Self::NotPlain => write!(f, "not a plain absolute path (a `..` is not walked)"),
+            Self::NotRegular(what) => write!(f, "not a regular file ({what}): not opened"),
+            Self::Owner { got, want } => write!(
+                f,
+                "owned by uid {got}, not by uid {want} whose process named it: not read (a \
+                 process can point debugtop only at its own user's files)"
+            ),
+            Self::ClosedTo(u) => write!(
+                f,
+                "uid {u}, whose process named it, could not read it itself: not read"
+            ),
+            Self::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl From<std::io::Error> for Refused {
+    fn from(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::NotFound => Self::Missing,
+            _ if is_link_refusal(&e) => Self::Link,
+            _ => Self::Io(e),
+        }
+    }
+}
+
+/// Opens, for reading, a file a process of `owner`'s user named (see the module doc): checked
+/// before it is opened, opened through the descriptor that was checked.
+#[cfg(target_os = "linux")]
+pub fn open_as(path: &Path, owner: Owner) -> Result<File, Refused> {
+    use rustix::fs::FileType;
+    if let Some(r) = owner.refused_outright() {
+        return Err(r);
+    }
+    let checks = PathChecks::for_reader(owner.user());
+    let (leaf, st, walked_open) = look_up(path, checks)?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Symlink => return Err(Refused::Link),
+        other => return Err(Refused::NotRegular(file_type_words(other))),
+    }
+    let readable_by_all = st.st_mode & 0o004 != 0 && walked_open;
+    let ok = match owner {
+        Owner::Is(u) => st.st_uid == u,
+        Owner::ReadableBy(u) => {
+            (st.st_uid == u && st.st_mode & 0o400 != 0) || (st.st_uid == 0 && readable_by_all)
+        }
+        Owner::Unknown => true,
     };
-    (meta.is_file() && owned).then_some(f)
+    if !ok {
+        return Err(match owner {
+            Owner::ReadableBy(u) if st.st_uid == u || st.st_uid == 0 => Refused::ClosedTo(u),
+            _ => Refused::Owner {
+                got: st.st_uid,
+                want: owner.user(),
+            },
+        });
+    }
+    reopen(&leaf, &st)
+}
+
+/// Which checks a walk makes on the way: none beyond the kernel's own when the file is read for
+/// debugtop's own user (or root); for another user, whether each folder lets them through.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, Copy)]
+struct PathChecks {
+    /// The other user the file is read for (`None`: for debugtop's own user, or root).
+    for_user: Option<u32>,
+}
+
+#[cfg(target_os = "linux")]
+impl PathChecks {
+    fn for_reader(u: u32) -> Self {
+        let mine = crate::os::my_uid() == Some(u);
+        Self {
+            for_user: (!mine && u != 0).then_some(u),
+        }
+    }
+}
+
+/// Looks `path` up one component at a time (`O_PATH`, never following a link, never walking
+/// `..`), checking each folder lets the reader through; returns the last component's
+/// descriptor (not open for reading), its `fstat`, and whether every folder on the way is open
+/// to everyone.
+#[cfg(target_os = "linux")]
+fn look_up(
+    path: &Path,
+    checks: PathChecks,
+) -> Result<(rustix::fd::OwnedFd, rustix::fs::Stat, bool), Refused> {
+    let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut parts = path.components();
+    if parts.next() != Some(Component::RootDir) {
+        return Err(Refused::NotPlain);
+    }
+    let names: Vec<&std::ffi::OsStr> = parts
+        .map(|c| match c {
+            Component::Normal(n) => Ok(n),
+            _ => Err(Refused::NotPlain),
+        })
+        .collect::<Result<_, _>>()?;
+    let mut at = rustix::fs::open("/", flags | OFlags::DIRECTORY, Mode::empty())
+        .map_err(std::io::Error::from)?;
+    let mut open_to_all = true;
+    for (i, name) in names.iter().enumerate() {
+        let st = rustix::fs::fstat(&at).map_err(std::io::Error::from)?;
+        open_to_all &= st.st_mode & 0o001 != 0;
+        if let Some(u) = checks.for_user {
+            let own_search = st.st_uid == u && st.st_mode & 0o100 != 0;
+            if !own_search && st.st_mode & 0o001 == 0 {
+                return Err(Refused::ClosedTo(u));
+            }
+        }
+        let last = i + 1 == names.len();
+        let next =
+            rustix::fs::openat(&at, *name, flags, Mode::empty()).map_err(std::io::Error::from)?;
+        if !last {
+            let st = rustix::fs::fstat(&next).map_err(std::io::Error::from)?;
+            if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
+                return Err(
+                    if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                        == rustix::fs::FileType::Symlink
+                    {
+                        Refused::Link
+                    } else {
+                        Refused::Missing
+                    },
+                );
+            }
+        }
+        at = next;
+    }
+    if names.is_empty() {
+        return Err(Refused::NotRegular("a folder"));
+    }
+    let st = rustix::fs::fstat(&at).map_err(std::io::Error::from)?;
+    Ok((at, st, open_to_all))
+}
+
+/// Opens for reading the file `leaf` (an `O_PATH` descriptor) is, through `/proc/self/fd` —
+/// the same inode, whatever happened to its name since it was checked; the identity is checked
+/// again after.
+#[cfg(target_os = "linux")]
+fn reopen(leaf: &rustix::fd::OwnedFd, checked: &rustix::fs::Stat) -> Result<File, Refused> {
+    use rustix::fd::AsRawFd;
+    let fd = rustix::fs::open(
+        format!("/proc/self/fd/{}", leaf.as_raw_fd()),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(std::io::Error::from)?;
+    let st = rustix::fs::fstat(&fd).map_err(std::io::Error::from)?;
+    if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino) {
+        return Err(Refused::Io(std::io::Error::other(
+            "it changed while it was opened: not read",
+        )));
+    }
+    Ok(File::from(fd))
+}
+
+/// Whether a regular file a process of `owner`'s user named is there for it ([`open_as`]'s
+/// checks, without reading it).
+pub fn exists_as(path: &Path, owner: Owner) -> bool {
+    open_as(path, owner).is_ok()
+}
+
+/// The names in a folder a process of `owner`'s user named (at most `max`, and whether there
+/// were more): the folder looked up as [`open_as`] looks a file up, and of that user
+/// (`Owner::Is`) or open to them (`Owner::ReadableBy`).
+#[cfg(target_os = "linux")]
+pub fn list_dir_as(
+    path: &Path,
+    owner: Owner,
+    max: usize,
+) -> Result<(Vec<std::ffi::OsString>, bool), Refused> {
+    use rustix::fs::FileType;
+    if let Some(r) = owner.refused_outright() {
+        return Err(r);
+    }
+    let (dir, st, _) = look_up(path, PathChecks::for_reader(owner.user()))?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => {}
+        FileType::Symlink => return Err(Refused::Link),
+        other => return Err(Refused::NotRegular(file_type_words(other))),
+    }
+    let ok = match owner {
+        Owner::Is(u) => st.st_uid == u,
+        Owner::ReadableBy(u) => {
+            (st.st_uid == u && st.st_mode & 0o500 == 0o500) || st.st_mode & 0o005 == 0o005
+        }
+        Owner::Unknown => true,
+    };
+    if !ok {
+        return Err(Refused::Owner {
+            got: st.st_uid,
+            want: owner.user(),
+        });
+    }
+    let fd = rustix::fs::openat(
+        &dir,
+        ".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(std::io::Error::from)?;
+    let mut entries = rustix::fs::Dir::read_from(&fd).map_err(std::io::Error::from)?;
+    let mut names = Vec::new();
+    for entry in entries.by_ref() {
+        let entry = entry.map_err(std::io::Error::from)?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if names.len() == max {
+            return Ok((names, true));
+        }
+        names.push(std::ffi::OsStr::from_bytes(name).to_owned());
+    }
+    Ok((names, false))
+}
+
+/// Other systems: the folder read as it is, bounded.
+#[cfg(not(target_os = "linux"))]
+pub fn list_dir_as(
+    path: &Path,
+    _owner: Owner,
+    max: usize,
+) -> Result<(Vec<std::ffi::OsString>, bool), Refused> {
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(path)? {
+        if names.len() == max {
+            return Ok((names, true));
+        }
+        names.push(e?.file_name());
+    }
+    Ok((names, false))
+}
+
+/// A file type in words.
+#[cfg(target_os = "linux")]
+fn file_type_words(t: rustix::fs::FileType) -> &'static str {
+    use rustix::fs::FileType;
+    match t {
+        FileType::Directory => "a folder",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice | FileType::BlockDevice => "a device",
+        _ => "not a file",
+    }
+}
+
+/// Other systems: the old open, then the checks ([`open_owned`]).
+#[cfg(not(target_os = "linux"))]
+pub fn open_as(path: &Path, owner: Owner) -> Result<File, Refused> {
+    if path
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(Refused::NotPlain);
+    }
+    if let Some(r) = owner.refused_outright() {
+        return Err(r);
+    }
+    let f = open_untrusted(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(Refused::NotRegular("not a regular file"));
+    }
+    match crate::os::file_owner(&f, &meta) {
+        Some(got) if got != owner.user() && matches!(owner, Owner::Is(_)) => Err(Refused::Owner {
+            got,
+            want: owner.user(),
+        }),
+        // The OS keeps owners out of metadata (Windows): its access checks stand in, unless
+        // debugtop may read every user's files.
+        None if crate::os::privileged() => Err(Refused::Io(std::io::Error::other(
+            "its owner cannot be told here and debugtop runs elevated",
+        ))),
+        _ => Ok(f),
+    }
 }
 
 /// Whether an open failed because a symbolic link (or, on Windows, any reparse point) was on
@@ -110,21 +452,6 @@ pub fn is_link_refusal(e: &std::io::Error) -> bool {
     {
         e.kind() == std::io::ErrorKind::Other && e.to_string().contains(windows::LINK_REFUSED)
     }
-}
-
-/// A regular file's text, at most `cap` bytes, never following a symbolic link at its last
-/// component (a script's `package.json`, reached through the folders the script's own path
-/// names).
-#[cfg(unix)]
-pub fn read_small(path: &Path, cap: u64) -> Option<String> {
-    let fd = rustix::fs::open(path, READ_FLAGS, Mode::empty()).ok()?;
-    let f = File::from(fd);
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut text = String::new();
-    f.take(cap).read_to_string(&mut text).ok()?;
-    Some(text)
 }
 
 /// Windows: no `openat`; each component is checked not to be a reparse point (a symbolic
@@ -168,29 +495,13 @@ mod windows {
         }
         Ok(f)
     }
-
-    /// See the Unix [`super::read_small`].
-    pub fn read_small(path: &Path, cap: u64) -> Option<String> {
-        let f = OpenOptions::new()
-            .read(true)
-            .share_mode(SHARE_ALL)
-            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
-            .open(path)
-            .ok()?;
-        let meta = f.metadata().ok()?;
-        if !meta.is_file() || meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
-            return None;
-        }
-        let mut text = String::new();
-        f.take(cap).read_to_string(&mut text).ok()?;
-        Some(text)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+    use std::path::PathBuf;
 
     #[test]
     fn regression_a_folder_swapped_for_a_link_is_not_followed() {
@@ -220,13 +531,120 @@ mod tests {
         let f = d.path().join("f.log");
         std::fs::write(&f, "x\n").unwrap();
         let mine = std::fs::metadata(&f).unwrap().uid();
-        assert!(open_owned(&f, Some(mine)).is_some());
-        assert!(open_owned(&f, None).is_some());
-        assert!(open_owned(&f, Some(mine + 1)).is_none());
-        assert!(open_owned(d.path(), None).is_none(), "a folder");
+        assert!(open_as(&f, Owner::Is(mine)).is_ok());
+        assert!(matches!(
+            open_as(&f, Owner::Is(mine + 1)),
+            Err(Refused::Owner { got, want }) if got == mine && want == mine + 1
+        ));
+        assert!(matches!(
+            open_as(d.path(), Owner::Is(mine)),
+            Err(Refused::NotRegular("a folder"))
+        ));
+        let owner_of_null = std::fs::metadata("/dev/null").unwrap().uid();
+        assert!(matches!(
+            open_as(Path::new("/dev/null"), Owner::Is(owner_of_null)),
+            Err(Refused::NotRegular("a device"))
+        ));
+        assert!(matches!(
+            open_as(&d.path().join("absent.log"), Owner::Is(mine)),
+            Err(Refused::Missing)
+        ));
+    }
+
+    #[test]
+    fn a_link_or_a_dot_dot_anywhere_on_the_way_is_refused_before_anything_opens() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join("f.log"), "x\n").unwrap();
+        let mine = std::fs::metadata(&real).unwrap().uid();
+        std::os::unix::fs::symlink(&real, d.path().join("link")).unwrap();
+        std::os::unix::fs::symlink(real.join("f.log"), d.path().join("l.log")).unwrap();
+        for (path, why) in [
+            (d.path().join("link/f.log"), "link"),
+            (d.path().join("l.log"), "link"),
+            (real.join("../real/f.log"), "plain"),
+            (PathBuf::from("real/f.log"), "plain"),
+        ] {
+            let r = open_as(&path, Owner::Is(mine));
+            let ok = match why {
+                "link" => matches!(r, Err(Refused::Link)),
+                _ => matches!(r, Err(Refused::NotPlain)),
+            };
+            assert!(ok, "{} gave {:?}", path.display(), r.map(|_| ()));
+        }
+        // Near miss: the file by its own plain path.
+        assert!(open_as(&real.join("f.log"), Owner::Is(mine)).is_ok());
+    }
+
+    #[test]
+    fn a_file_is_read_for_another_user_only_if_they_could_read_it_themselves() {
         assert!(
-            open_owned(Path::new("/dev/null"), None).is_none(),
-            "a device"
+            rustix::process::getuid().is_root(),
+            "this test gives files to another user (uid 65534), so it must run as root (as CI \
+             does): run `make test` as root, or `cargo test -- --skip \
+             a_file_is_read_for_another_user_only_if_they_could_read_it_themselves`"
         );
+        use std::os::unix::fs::PermissionsExt;
+        let other = 65534;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        // Root's private folder with a file everyone could read, were the folder open.
+        let private = d.path().join("private");
+        std::fs::create_dir(&private).unwrap();
+        mode(&private, 0o700);
+        std::fs::write(private.join("package.json"), "{}").unwrap();
+        mode(&private.join("package.json"), 0o644);
+        assert!(matches!(
+            open_as(&private.join("package.json"), Owner::ReadableBy(other)),
+            Err(Refused::ClosedTo(65534))
+        ));
+        // The same folder open to everyone: root's public file is readable by them.
+        mode(&private, 0o755);
+        assert!(open_as(&private.join("package.json"), Owner::ReadableBy(other)).is_ok());
+        // …but not a file only root may read.
+        mode(&private.join("package.json"), 0o600);
+        assert!(open_as(&private.join("package.json"), Owner::ReadableBy(other)).is_err());
+        // Their own file, in a folder of theirs.
+        let theirs = d.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::write(theirs.join("x.log"), "x").unwrap();
+        for p in [&theirs, &theirs.join("x.log")] {
+            rustix::fs::chown(
+                p,
+                Some(rustix::process::Uid::from_raw(other)),
+                Some(rustix::process::Gid::from_raw(other)),
+            )
+            .unwrap();
+        }
+        mode(&theirs, 0o700);
+        assert!(open_as(&theirs.join("x.log"), Owner::ReadableBy(other)).is_ok());
+        assert!(open_as(&theirs.join("x.log"), Owner::Is(other)).is_ok());
+        assert!(open_as(&theirs.join("x.log"), Owner::Is(0)).is_err());
+    }
+
+    #[test]
+    fn a_folder_is_listed_only_if_it_is_the_owners_and_only_so_far() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..10 {
+            std::fs::create_dir(d.path().join(format!("run-{i}"))).unwrap();
+        }
+        let mine = std::fs::metadata(d.path()).unwrap().uid();
+        let (all, more) = list_dir_as(d.path(), Owner::Is(mine), 100).unwrap();
+        assert_eq!((all.len(), more), (10, false));
+        let (some, more) = list_dir_as(d.path(), Owner::Is(mine), 4).unwrap();
+        assert_eq!((some.len(), more), (4, true));
+        assert!(matches!(
+            list_dir_as(d.path(), Owner::Is(mine + 1), 100),
+            Err(Refused::Owner { .. })
+        ));
+        std::os::unix::fs::symlink(d.path(), d.path().join("run-link")).unwrap();
+        assert!(matches!(
+            list_dir_as(&d.path().join("run-link"), Owner::Is(mine), 100),
+            Err(Refused::Link)
+        ));
     }
 }

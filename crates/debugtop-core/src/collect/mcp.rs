@@ -3,8 +3,10 @@
 //! `node_modules/.bin` shims, npx's cache, a linked local package); the Python script it runs
 //! importing `mcp` or `fastmcp`; or the Python environment that script is installed in (a
 //! `uvx`/`pipx`/venv console script) holding the `mcp` distribution. Shared by every collector
-//! (each tells how to make a script's path absolute). Files are read bounded, regular files
-//! only, and a script only when its owner is the process's user (or root).
+//! (each tells how to make a script's path absolute). Every file is read bounded, for the
+//! process's user: opened as `safe_fs::open_as` opens what another process names (no link or
+//! `..` on the way, a regular file looked at before it is opened), and only one that user could
+//! read itself — its own, or root's that everyone may read.
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +27,7 @@ pub fn evidence(
 ) -> Option<McpEvidence> {
     if let Some(arg) = mcp_hint(argv) {
         return Some(McpEvidence::Argv {
-            arg: arg.chars().take(200).collect(),
+            arg: crate::redact::bounded(arg, 200),
         });
     }
     let script = argv.iter().skip(1).find(|a| !a.starts_with('-'))?;
@@ -34,12 +36,12 @@ pub fn evidence(
         // above its script, where the script really is (a Python script beside an npm project
         // is not an npm package).
         let real = resolved(&absolute(script)?);
-        return js_package(&real);
+        return js_package(&real, uid);
     }
     if is_python(argv) {
         let path = absolute(script)?;
         let real = resolved(&path);
-        return python_imports(&real, uid).or_else(|| python_environment(&path, &real));
+        return python_imports(&real, uid).or_else(|| python_environment(&path, &real, uid));
     }
     None
 }
@@ -50,14 +52,14 @@ fn resolved(path: &Path) -> PathBuf {
 }
 
 /// The nearest `package.json` above `script` (six folders up at most), when it says MCP.
-fn js_package(script: &Path) -> Option<McpEvidence> {
+fn js_package(script: &Path, uid: Option<u32>) -> Option<McpEvidence> {
     let mut dir = script.to_path_buf();
     for _ in 0..6 {
         if !dir.pop() {
             break;
         }
         let file = dir.join("package.json");
-        let Some(text) = crate::safe_fs::read_small(&file, READ_CAP) else {
+        let Some(text) = read_for(&file, uid) else {
             continue;
         };
         return package_says_mcp(&text).map(|says| McpEvidence::Package {
@@ -76,15 +78,18 @@ fn is_python(argv: &[String]) -> bool {
     })
 }
 
-/// The script imports the MCP SDK (`mcp`, `fastmcp`): read bounded, a regular file of the
-/// process's user (or root).
-fn python_imports(script: &Path, uid: Option<u32>) -> Option<McpEvidence> {
+/// A small file's text, read for the process's user `uid` (see the module doc), bounded.
+fn read_for(file: &Path, uid: Option<u32>) -> Option<String> {
     use std::io::Read;
-    let owner = uid.filter(|u| *u != 0);
-    let f = crate::safe_fs::open_owned(script, owner)
-        .or_else(|| owner.and_then(|_| crate::safe_fs::open_owned(script, Some(0))))?;
+    let f = crate::safe_fs::open_as(file, crate::safe_fs::Owner::readable_by(uid)).ok()?;
     let mut text = String::new();
     f.take(READ_CAP).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
+/// The script imports the MCP SDK (`mcp`, `fastmcp`): read bounded, for the process's user.
+fn python_imports(script: &Path, uid: Option<u32>) -> Option<McpEvidence> {
+    let text = read_for(script, uid)?;
     let module = text.lines().find_map(imported_sdk)?;
     Some(McpEvidence::Package {
         file: script.to_string_lossy().into_owned(),
@@ -108,19 +113,20 @@ fn imported_sdk(line: &str) -> Option<&'static str> {
 /// A console script installed in a Python environment (a venv, `uvx`'s or `pipx`'s) that holds
 /// the `mcp` distribution: the script lies in the environment's `bin`/`Scripts` folder, next to
 /// its `pyvenv.cfg`.
-fn python_environment(script: &Path, real: &Path) -> Option<McpEvidence> {
+fn python_environment(script: &Path, real: &Path, uid: Option<u32>) -> Option<McpEvidence> {
+    use crate::safe_fs::{exists_as, list_dir_as, Owner};
+    let owner = Owner::readable_by(uid);
     let env = [script, real]
         .into_iter()
         .filter_map(|s| s.parent()?.parent())
-        .find(|env| env.join("pyvenv.cfg").is_file())?;
+        .find(|env| exists_as(&env.join("pyvenv.cfg"), owner))?;
     let lib = env.join("lib");
-    let site = std::fs::read_dir(&lib)
-        .ok()?
-        .flatten()
-        .take(16)
-        .map(|e| e.path().join("site-packages"))
+    let (pythons, _) = list_dir_as(&lib, owner, 16).ok()?;
+    let site = pythons
+        .into_iter()
+        .map(|n| lib.join(n).join("site-packages"))
         .chain([env.join("Lib").join("site-packages")])
-        .find(|sp| sp.join("mcp").join("__init__.py").is_file())?;
+        .find(|sp| exists_as(&sp.join("mcp").join("__init__.py"), owner))?;
     Some(McpEvidence::Package {
         file: site.join("mcp").to_string_lossy().into_owned(),
         says: format!(
@@ -157,10 +163,7 @@ pub fn package_says_mcp(text: &str) -> Option<String> {
     }
     let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
     if name.to_ascii_lowercase().contains("mcp") && !name.contains("mcp-debugger") {
-        return Some(format!(
-            "its name is {}",
-            name.chars().take(80).collect::<String>()
-        ));
+        return Some(format!("its name is {}", crate::redact::bounded(name, 80)));
     }
     let keyword = v
         .get("keywords")

@@ -136,7 +136,7 @@ fn header(v: &Value) -> Option<Header> {
         command: p
             .get("command")
             .and_then(Value::as_str)
-            .map(|c| c.chars().take(64).collect()),
+            .map(|c| crate::redact::bounded(c, 64)),
     })
 }
 
@@ -176,7 +176,7 @@ fn after_key<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 fn string_field(text: &str, key: &str) -> Option<String> {
     let rest = after_key(text, key)?.strip_prefix('"')?;
     let end = rest.find('"')?;
-    Some(rest[..end].chars().take(64).collect())
+    Some(crate::redact::bounded(&rest[..end], 64))
 }
 
 fn number_field(text: &str, key: &str) -> Option<u64> {

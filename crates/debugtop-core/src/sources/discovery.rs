@@ -43,16 +43,18 @@ fn endpoints_on(server: &ServerInfo, listening: Vec<u16>) -> Endpoints {
 /// Where a server's logs are (from its argv and package directory, made absolute against its
 /// working directory).
 pub fn files(server: &ServerInfo) -> ServerFiles {
+    // `<pkgdir>/../logs`, as the parent of a plain path: a `..` in the package's path (another
+    // user's argv can name anything) is never walked, nor resolved on paper.
     let cli_log = server
         .pkg_dir
         .as_deref()
+        .map(Path::new)
+        .filter(|d| plain(d))
+        .and_then(Path::parent)
         .map(|d| {
-            Path::new(d)
-                .join("..")
-                .join("logs")
+            d.join("logs")
                 .join(format!("debug-mcp-server-{}.log", server.pid))
-        })
-        .map(|p| normalize(&p));
+        });
     let log_file = server
         .log_file
         .as_deref()
@@ -73,17 +75,22 @@ pub fn files(server: &ServerInfo) -> ServerFiles {
     }
 }
 
+/// The most entries of one session's folder looked at (`run-*` folders): a folder is the
+/// server's user's, and a million entries in it must not cost every listing.
+pub const MAX_RUN_DIRS_LISTED: usize = 4096;
+
 impl ServerFiles {
     /// The log files to tail for the server itself: the CLI log, `--log-file`, and winston's
-    /// rotated siblings of each (`server1.log`, `server2.log`, …) that exist now.
-    pub fn server_logs(&self) -> Vec<PathBuf> {
+    /// rotated siblings of each (`server1.log`, `server2.log`, …) that are there now for the
+    /// server's user (`owner`; looked up without following a link).
+    pub fn server_logs(&self, owner: Option<u32>) -> Vec<PathBuf> {
         let mut out = Vec::new();
         for f in self.cli_log.iter().chain(self.log_file.iter()) {
             if !out.contains(f) {
                 out.push(f.clone());
             }
             out.extend(
-                rotated_siblings(f)
+                rotated_siblings(f, owner)
                     .into_iter()
                     .filter(|s| !out.contains(s))
                     .collect::<Vec<_>>(),
@@ -94,17 +101,22 @@ impl ServerFiles {
 
     /// The proxy logs of one debug session (`sessions/<id>/run-*/proxy-<id>.log`), oldest
     /// run first, at most the newest [`MAX_RUNS_PER_SESSION`]; and how many runs were left.
-    /// The folder is the server's user's: only names are listed, and only the runs kept are
-    /// looked at.
-    pub fn proxy_logs(&self, session_id: &str) -> (Vec<PathBuf>, u32) {
+    /// The session's folder must be the server's user's (`owner`), reached without a link on
+    /// the way; only names are listed (at most [`MAX_RUN_DIRS_LISTED`]), and only the runs
+    /// kept are looked at.
+    pub fn proxy_logs(&self, session_id: &str, owner: Option<u32>) -> (Vec<PathBuf>, u32) {
         use crate::model::MAX_RUNS_PER_SESSION;
         let dir = self.sessions_dir.join(session_id);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
+        let listed = crate::safe_fs::list_dir_as(
+            &dir,
+            crate::safe_fs::Owner::is(owner),
+            MAX_RUN_DIRS_LISTED,
+        );
+        let Ok((names, more)) = listed else {
             return (Vec::new(), 0);
         };
-        let mut runs: Vec<(u64, std::ffi::OsString)> = rd
-            .flatten()
-            .map(|e| e.file_name())
+        let mut runs: Vec<(u64, std::ffi::OsString)> = names
+            .into_iter()
             .filter_map(|n| {
                 let ms = n.to_str()?.strip_prefix("run-")?;
                 Some((ms.parse().unwrap_or(0), n))
@@ -116,14 +128,21 @@ impl ServerFiles {
             .split_off(left)
             .into_iter()
             .map(|(_, n)| dir.join(n).join(format!("proxy-{session_id}.log")))
-            .filter(|p| p.exists())
+            .filter(|p| there(p, owner))
             .collect();
-        (out, u32::try_from(left).unwrap_or(u32::MAX))
+        let left = u32::try_from(left).unwrap_or(u32::MAX);
+        (out, if more { left.saturating_add(1) } else { left })
     }
 }
 
-/// winston's size rotation writes `name1.ext`, `name2.ext`, … next to `name.ext`.
-fn rotated_siblings(f: &Path) -> Vec<PathBuf> {
+/// Whether a regular file of `owner`'s is at `p`.
+fn there(p: &Path, owner: Option<u32>) -> bool {
+    crate::safe_fs::exists_as(p, crate::safe_fs::Owner::is(owner))
+}
+
+/// winston's size rotation writes `name1.ext`, `name2.ext`, … next to `name.ext`: those of
+/// them that are there for `owner`.
+fn rotated_siblings(f: &Path, owner: Option<u32>) -> Vec<PathBuf> {
     let (Some(dir), Some(stem), ext) = (
         f.parent(),
         f.file_stem().and_then(|s| s.to_str()),
@@ -136,35 +155,51 @@ fn rotated_siblings(f: &Path) -> Vec<PathBuf> {
             Some(ext) => dir.join(format!("{stem}{n}.{ext}")),
             None => dir.join(format!("{stem}{n}")),
         })
-        .filter(|p| p.exists())
+        .filter(|p| there(p, owner))
         .collect()
 }
 
-/// A path from a server's argv, made absolute against the server's cwd.
+/// A path from a server's argv, made absolute against the server's cwd (which the kernel
+/// gives as a real path: no link, no `..`). Leading `..`s climb that real path; a `..` anywhere
+/// else is kept, and the path is then refused when opened — it is never walked.
 fn absolute_for(pid: u32, f: &str) -> PathBuf {
     let p = Path::new(f);
     if p.is_absolute() {
         return p.to_path_buf();
     }
     match std::fs::read_link(format!("/proc/{pid}/cwd")) {
-        Ok(cwd) => normalize(&cwd.join(p)),
+        Ok(cwd) => relative_to(&cwd, p),
         Err(_) => p.to_path_buf(),
     }
 }
 
-/// Removes `.` and `..` components without touching the file system.
-fn normalize(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
+/// `rel` against the real folder `cwd`: its leading `.` and `..` taken lexically (the parent of
+/// a real path is real), the rest appended as it is.
+fn relative_to(cwd: &Path, rel: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = cwd.to_path_buf();
+    let mut parts = rel.components().peekable();
+    while let Some(c) = parts.peek() {
         match c {
-            std::path::Component::ParentDir => {
+            Component::ParentDir => {
                 out.pop();
             }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
+            Component::CurDir => {}
+            _ => break,
         }
+        parts.next();
     }
+    out.extend(parts);
     out
+}
+
+/// Absolute, with no `.` or `..`: a path the kernel resolves as it reads (links aside, which
+/// the opens refuse).
+pub fn plain(p: &Path) -> bool {
+    use std::path::Component;
+    p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
 /// The socket inodes among `pid`'s descriptors (`/proc/<pid>/fd/*` → `socket:[N]`).
@@ -348,11 +383,32 @@ mod tests {
     }
 
     #[test]
-    fn normalize_paths() {
+    fn only_leading_dot_dots_of_a_relative_path_climb_the_real_cwd() {
         assert_eq!(
-            normalize(Path::new("/a/b/../logs/./x.log")),
-            PathBuf::from("/a/logs/x.log")
+            relative_to(Path::new("/home/u/proj"), Path::new("../logs/./x.log")),
+            PathBuf::from("/home/u/logs/./x.log")
         );
+        assert_eq!(
+            relative_to(Path::new("/home/u/proj"), Path::new("./a/../../x.log")),
+            PathBuf::from("/home/u/proj/a/../../x.log")
+        );
+        assert!(plain(Path::new("/home/u/logs/x.log")));
+        for not_plain in ["/a/../b", "rel/x.log", "/a/b/.."] {
+            assert!(!plain(Path::new(not_plain)), "{not_plain}");
+        }
+    }
+
+    #[test]
+    fn a_package_path_with_dot_dots_names_no_cli_log() {
+        let s = ServerInfo {
+            pid: 1,
+            start_time: chrono::Utc::now(),
+            mode: ServerMode::Http,
+            port: Some(3901),
+            log_file: None,
+            pkg_dir: Some("/tmp/x/mcp-debugger/../../../srv/app".into()),
+        };
+        assert_eq!(files(&s).cli_log, None);
     }
 
     #[test]

@@ -140,11 +140,11 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Health, HealthError> {
         Some(_) => return Err(shape("\"details\" is not an array")),
     };
     Ok(Health {
-        status: status.chars().take(64).collect(),
+        status: crate::redact::bounded(status, 64),
         mode: obj
             .get("mode")
             .and_then(Value::as_str)
-            .map(|m| m.chars().take(16).collect()),
+            .map(|m| crate::redact::bounded(m, 16)),
         connections: obj
             .get("connections")
             .and_then(Value::as_u64)

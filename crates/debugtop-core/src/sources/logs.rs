@@ -383,10 +383,8 @@ fn signal_name(s: &str) -> Option<String> {
 
 /// Free text from a log is kept short.
 fn bounded(s: &str) -> String {
-    s.chars().take(200).collect()
+    crate::redact::bounded(s, 200)
 }
-
-pub use crate::safe_fs::open_untrusted;
 
 /// How many bytes before the offset are remembered to recognise the same file content.
 const MARK_LEN: usize = 64;
@@ -534,50 +532,31 @@ impl LogTail {
         Ok(self.feed(&buf))
     }
 
-    /// Opens the log as untrusted input: no symlink, a regular file, of the server's user.
+    /// Opens the log as untrusted input: checked before it is opened — no symbolic link and no
+    /// `..` on the way, a regular file (a device is never opened), of the server's user.
     /// `None` when it does not exist (yet).
     fn open_checked(&self) -> Result<Option<(std::fs::File, std::fs::Metadata)>> {
+        use crate::safe_fs::{Owner, Refused};
         let path = self.path.clone();
         let fail = |detail: String| Error::Log {
             path: path.clone(),
             detail,
         };
-        let file = match open_untrusted(&path) {
+        let file = match crate::safe_fs::open_as(&path, Owner::is(self.owner)) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if crate::safe_fs::is_link_refusal(&e) => {
-                return Err(fail("a symbolic link in its path: not followed".into()))
+            Err(Refused::Missing) => return Ok(None),
+            Err(Refused::Owner { got, want }) => {
+                return Err(fail(format!(
+                    "owned by uid {got}, not by the server's user (uid {want}): not read (a \
+                     server's command line can point debugtop only at its own user's files)"
+                )))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(Refused::Io(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Err(fail(denied(&path)))
             }
             Err(e) => return Err(fail(e.to_string())),
         };
         let meta = file.metadata().map_err(|e| fail(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(fail(
-                "not a regular file (a FIFO, a device or a directory): not read".into(),
-            ));
-        }
-        if let Some(want) = self.owner {
-            match crate::os::file_owner(&file, &meta) {
-                Some(got) if got == want => {}
-                Some(got) => {
-                    return Err(fail(format!(
-                        "owned by uid {got}, not by the server's user (uid {want}): not read (a \
-                         server's command line can point debugtop only at its own user's files)"
-                    )))
-                }
-                // The OS keeps owners out of metadata (Windows): its access checks stand in,
-                // unless debugtop may read every user's files.
-                None if crate::os::privileged() => {
-                    return Err(fail(
-                        "its owner cannot be told here and debugtop runs elevated: not read".into(),
-                    ))
-                }
-                None => {}
-            }
-        }
         Ok(Some((file, meta)))
     }
 
@@ -893,7 +872,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(format!("proxy-{MOCK_SID}.log"));
         std::fs::write(&path, PROXY_MOCK).unwrap();
-        let mut t = LogTail::new(&path, LogOrigin::Proxy);
+        let mut t = LogTail::new(&path, LogOrigin::Proxy).owned_by(crate::os::my_uid());
         t.poll().unwrap();
         let s = t.last_line().unwrap();
         assert_eq!(s.line, 39);
@@ -915,7 +894,7 @@ mod tests {
         );
         let ask = r#"{"ts":"2026-12-01T18:13:14.900Z","direction":"out","payload":{"seq":12,"type":"request","command":"variables","arguments":{}}}"#;
         std::fs::write(&path, format!("{ask}\n")).unwrap();
-        let mut t = LogTail::new(&path, LogOrigin::Proxy);
+        let mut t = LogTail::new(&path, LogOrigin::Proxy).owned_by(crate::os::my_uid());
         assert!(t.poll().unwrap().is_empty(), "no log events from a trace");
         assert_eq!(t.trace().unwrap().pending.len(), 1);
         // The answer arrives in two writes, longer than a log line may be.
@@ -1151,7 +1130,10 @@ mod tests {
 
     fn tail_of(dir: &tempfile::TempDir) -> (PathBuf, LogTail) {
         let path = dir.path().join("server.log");
-        (path.clone(), LogTail::new(path, LogOrigin::Server))
+        (
+            path.clone(),
+            LogTail::new(path, LogOrigin::Server).owned_by(crate::os::my_uid()),
+        )
     }
 
     #[test]

@@ -61,7 +61,7 @@ impl ServerLogs {
     pub fn poll(&mut self, live: &BTreeSet<String>, now: Instant) -> (Vec<LogEvent>, LogsRead) {
         let mut wanted: Vec<(PathBuf, LogOrigin)> = self
             .files
-            .server_logs()
+            .server_logs(self.owner)
             .into_iter()
             .map(|f| (f, LogOrigin::Server))
             .collect();
@@ -100,7 +100,7 @@ impl ServerLogs {
                 .is_none_or(|t| now.duration_since(*t) >= PROXY_RELIST);
             if due {
                 self.proxy_listed.insert(sid.clone(), now);
-                let (logs, left) = self.files.proxy_logs(sid);
+                let (logs, left) = self.files.proxy_logs(sid, self.owner);
                 self.not_followed.insert(sid.clone(), left);
                 for log in logs {
                     // The DAP trace sits beside the worker's log.
@@ -243,7 +243,8 @@ mod tests {
             use std::os::unix::fs::MetadataExt;
             m.uid()
         });
-        let mut logs = ServerLogs::new(Utc::now(), files, uid.ok());
+        let uid = uid.ok();
+        let mut logs = ServerLogs::new(Utc::now(), files, uid);
         let live: BTreeSet<String> = [sid.to_owned()].into();
         let (_, read) = logs.poll(&live, Instant::now());
         assert_eq!(read.not_followed, 92, "{read:?}");
@@ -259,7 +260,7 @@ mod tests {
         got.sort();
         assert_eq!(got, want, "the newest eight runs, by number");
         // Near miss: a session with a few runs follows every one and says nothing.
-        let (few, left) = logs.files.proxy_logs("absent");
+        let (few, left) = logs.files.proxy_logs("absent", uid);
         assert!(few.is_empty() && left == 0);
     }
 }

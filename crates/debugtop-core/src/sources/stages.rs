@@ -48,7 +48,7 @@ fn connection(rest: &str) -> Option<Stage> {
         return Some(Stage::ConnectAttempt {
             attempt: attempt.trim().parse().ok()?,
             of: of.trim().parse().ok()?,
-            address: address.trim().chars().take(80).collect(),
+            address: crate::redact::bounded(address.trim(), 80),
         });
     }
     let rest = rest.strip_prefix("Failed to connect DAP client after ")?;
@@ -73,7 +73,7 @@ fn worker(rest: &str) -> Option<Stage> {
     }
     let reason = rest.strip_prefix("DAP event: stopped reason=")?;
     Some(Stage::Stopped {
-        reason: reason.split(' ').next()?.chars().take(40).collect(),
+        reason: crate::redact::bounded(reason.split(' ').next()?, 40),
     })
 }
 
