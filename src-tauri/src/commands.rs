@@ -398,12 +398,19 @@ pub async fn export_snapshot(
                 None => return Err(AppError::Task("no target".into())),
             }
         }
-        Shown::Local | Shown::Offline => {
+        Shown::Offline => {
             current(&state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?
         }
+        // Made from the snapshot before redaction: enriched through the real paths, then
+        // redacted as the settings say (below, off the async runtime).
+        Shown::Local => state
+            .published()
+            .map(|p| (*p.raw).clone())
+            .ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?,
     };
     // Only a live snapshot of this machine is enriched from this machine's files.
     let enrich = shown == Shown::Local;
+    let redact = state.settings().sampler_config().state.redact;
     let (ext, what) = match format {
         ExportFormat::Json => ("json", "JSON snapshot"),
         ExportFormat::Md => ("md", "Markdown report"),
@@ -416,7 +423,7 @@ pub async fn export_snapshot(
             return Ok(None);
         };
         if enrich {
-            export::enrich(&mut snap, home.as_deref());
+            snap = export::prepare(&snap, redact, home.as_deref());
         }
         let text = export::render(&snap, format)?;
         export::write_atomic(&path, text.as_bytes()).map_err(|source| AppError::File {

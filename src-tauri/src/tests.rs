@@ -724,6 +724,7 @@ fn the_cli_and_the_app_audit_and_plan_alike_on_the_same_world() {
         .send_replace(Some(debugtop_core::sampler::Published {
             update: Arc::new(update),
             live: Arc::new(state.live().clone()),
+            raw: state.raw_snapshot(),
         }));
     for f in &cli.result.findings {
         let request = kill::KillRequest::Finding { id: f.id.clone() };

@@ -46,7 +46,7 @@ async fn an_export_never_excerpts_root_only_lines_through_a_swapped_log_folder()
     .await;
     // Near miss: the user's own log is excerpted.
     let mut own = snap.clone();
-    export::enrich(&mut own, None);
+    export::enrich(&mut own);
     assert!(
         own.log_excerpts
             .iter()
@@ -58,7 +58,7 @@ async fn an_export_never_excerpts_root_only_lines_through_a_swapped_log_folder()
     std::fs::rename(evil.path("logs"), evil.path("logs.old")).unwrap();
     evil.symlink("logs", root_only.path());
     let mut swapped = snap;
-    export::enrich(&mut swapped, None);
+    export::enrich(&mut swapped);
     let json = serde_json::to_string(&swapped).unwrap();
     assert!(!json.contains("rootonly"), "root's lines exported: {json}");
     assert!(!debugtop_core::report::markdown::render(&swapped).contains("rootonly"));
@@ -90,7 +90,7 @@ async fn a_real_servers_own_logs_are_still_excerpted() {
     )
     .await;
     let (id, mut snap) = snap;
-    export::enrich(&mut snap, None);
+    export::enrich(&mut snap);
     let x = snap
         .log_excerpts
         .iter()

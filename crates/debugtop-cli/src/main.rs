@@ -188,7 +188,8 @@ fn write_out(out: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// One live snapshot of this machine, enriched for export.
+/// One live snapshot of this machine, made ready for export: enriched through the real paths,
+/// then redacted unless `--no-redact`.
 async fn take_snapshot(
     servers: Vec<String>,
     no_redact: bool,
@@ -203,13 +204,15 @@ async fn take_snapshot(
     config.state.redact = !no_redact;
     let home = config.state.home.clone();
     let mut engine = Engine::new(config).context("cannot start the collector")?;
-    let mut snap = engine
+    engine
         .tick()
         .await
-        .context("cannot read the process table")?
-        .snapshot;
-    export::enrich(&mut snap, home.as_deref());
-    Ok(snap)
+        .context("cannot read the process table")?;
+    Ok(export::prepare(
+        &engine.raw_snapshot(),
+        !no_redact,
+        home.as_deref(),
+    ))
 }
 
 async fn watch(

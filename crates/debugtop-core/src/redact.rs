@@ -4,8 +4,9 @@
 //! JSON): a command line argument by argument ([`redact_argv`]: which words were one argument
 //! is known), anything else as free text ([`redact_text`]), a whole document through its
 //! serialised form ([`redact_snapshot`], [`redact_serde`]). Text made *from* a command line
-//! (a tree label, a finding's sentence) is made by [`command_text`], which hides the command
-//! line's secrets before its words are joined — joined, which words were one argument is lost.
+//! (a tree label, a finding's sentence) is made by [`CommandLines::text`], which hides the
+//! command line's secrets before its words are joined — joined, which words were one argument
+//! is lost.
 //! Nothing in the data can turn redaction off: a string that cannot be redacted in place keeps
 //! its shape through a keyed digest, or its element is dropped — never passed through.
 //! A bottom layer: it knows the model's shape and nothing else.
@@ -34,17 +35,38 @@ pub fn home_dir() -> Option<String> {
         .filter(|h| h.len() > 1 && h.starts_with('/'))
 }
 
-/// A command line as one text (a tree label, a sentence of evidence): its secrets hidden as a
-/// command line's unless `raw` (a state that publishes raw, `--no-redact`), then joined, then
-/// cut at `max` characters on a word's boundary — redacted first, cut after, so a cut never
-/// leaves part of a secret below what would recognise it.
-pub fn command_text(argv: &[String], raw: bool, max: usize) -> String {
-    let joined = if raw {
-        argv.join(" ")
-    } else {
-        redact_argv(argv).join(" ")
-    };
-    cut_at_word(&joined, max)
+/// How text made from a command line is written (a tree label, a sentence of evidence, a
+/// timeline line): its secrets hidden as a command line's before its words are joined — once
+/// joined, which words were one argument is lost, and no later redaction could tell — or, for
+/// a state that publishes everything raw (`--no-redact`), as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CommandLines {
+    /// Hidden argument by argument, then joined.
+    #[default]
+    Hidden,
+    /// Joined as they are.
+    Raw,
+}
+
+impl CommandLines {
+    /// Hidden when what is published is redacted.
+    pub fn when_redacting(redact: bool) -> Self {
+        if redact {
+            Self::Hidden
+        } else {
+            Self::Raw
+        }
+    }
+
+    /// `argv` as one text, cut at `max` characters on a word's boundary — redacted first, cut
+    /// after, so a cut never leaves part of a secret below what would recognise it.
+    pub fn text(self, argv: &[String], max: usize) -> String {
+        let joined = match self {
+            Self::Hidden => redact_argv(argv).join(" "),
+            Self::Raw => argv.join(" "),
+        };
+        cut_at_word(&joined, max)
+    }
 }
 
 /// At most `max` characters of `s`, cut after its last whole word that fits (a word is never
@@ -95,13 +117,18 @@ mod tests {
             "x Zq1SECRET".to_owned(),
             "--password=alpha Zq2SECRET".to_owned(),
         ];
-        let t = command_text(&argv, false, 200);
+        let t = CommandLines::Hidden.text(&argv, 200);
         assert!(!t.contains("Zq1SECRET") && !t.contains("Zq2SECRET"), "{t}");
-        assert_eq!(command_text(&argv, true, 200), argv.join(" "), "raw is raw");
+        assert_eq!(
+            CommandLines::Raw.text(&argv, 200),
+            argv.join(" "),
+            "raw is raw"
+        );
         let long = words("node a-long-word another-long-word third-one");
-        assert_eq!(command_text(&long, true, 20), "node a-long-word…");
-        assert_eq!(command_text(&long, true, 16), "node a-long-word…");
-        assert_eq!(command_text(&long, true, 200), long.join(" "));
+        let raw = CommandLines::Raw;
+        assert_eq!(raw.text(&long, 20), "node a-long-word…");
+        assert_eq!(raw.text(&long, 16), "node a-long-word…");
+        assert_eq!(raw.text(&long, 200), long.join(" "));
     }
 
     #[test]

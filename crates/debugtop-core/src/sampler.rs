@@ -39,14 +39,17 @@ impl Default for Config {
     }
 }
 
-/// One tick's result as published: the update the views draw, and the live table a kill is
-/// planned against (never sent to a view).
+/// One tick's result as published: the update the views draw, the live table a kill is
+/// planned against, and the snapshot before redaction an export is made from (neither is ever
+/// sent to a view).
 #[derive(Debug, Clone)]
 pub struct Published {
     /// The update.
     pub update: Arc<Update>,
     /// The live processes of this tick.
     pub live: Arc<LiveTable>,
+    /// The snapshot before redaction, for an export (`actions::export::prepare`).
+    pub raw: Arc<crate::model::Snapshot>,
 }
 
 /// Sources and state, driven one tick at a time.
@@ -81,6 +84,11 @@ impl Engine {
         self.state.live()
     }
 
+    /// The last tick's snapshot before redaction, for an export.
+    pub fn raw_snapshot(&self) -> Arc<crate::model::Snapshot> {
+        self.state.raw_snapshot()
+    }
+
     /// The exit watcher, where pidfds are available.
     pub fn exit_signal(&self) -> Option<std::sync::Arc<crate::collect::exits::ExitWatcher>> {
         self.sources.exit_signal()
@@ -90,6 +98,7 @@ impl Engine {
         Published {
             update: Arc::new(update),
             live: Arc::new(self.state.live().clone()),
+            raw: self.state.raw_snapshot(),
         }
     }
 }

@@ -169,13 +169,25 @@ impl ProcBuilder {
         self.0.server_pid = Some(self.0.pid);
         self
     }
+    /// Its command line, argument by argument (an argument may hold spaces).
+    pub fn argv_words(mut self, words: &[&str]) -> Self {
+        self.0.argv = words.iter().map(|w| (*w).to_owned()).collect();
+        self
+    }
+    /// The MCP host it ran under, with that host's command line.
+    pub fn host_argv(mut self, words: &[&str]) -> Self {
+        if let Some(h) = &mut self.0.host {
+            h.argv = words.iter().map(|w| (*w).to_owned()).collect();
+        }
+        self
+    }
     /// The MCP host it ran under.
     pub fn host(mut self, pid: u32, start_ticks: u64) -> Self {
         self.0.host = Some(HostRef {
             pid,
             start_ticks,
             kind: HostKind::Unlabelled,
-            label: format!("host{pid}"),
+            argv: vec![format!("host{pid}")],
         });
         self
     }

@@ -29,14 +29,27 @@ pub fn parse_cmdline(raw: &[u8]) -> Vec<String> {
             break;
         }
         let take = piece.len().min(budget);
-        let mut s = String::from_utf8_lossy(&piece[..take]).into_owned();
-        if take < piece.len() {
-            s.push_str("…(truncated)");
-        }
+        let s = if take < piece.len() {
+            cut_argument(piece, take)
+        } else {
+            String::from_utf8_lossy(piece).into_owned()
+        };
         budget -= take;
         out.push(s);
     }
     out
+}
+
+/// An argument cut to `bytes`, marked: redacted first when it holds a secret, so the cut never
+/// keeps part of one below what would recognise it.
+fn cut_argument(piece: &[u8], bytes: usize) -> String {
+    let whole = String::from_utf8_lossy(piece);
+    let cut = crate::redact::bounded(&whole, bytes);
+    let mut end = cut.len().min(bytes);
+    while !cut.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…(truncated)", cut[..end].trim_end_matches('…'))
 }
 
 /// Extracts only the markers debugtop cares about from a NUL-separated environment. Entries

@@ -237,7 +237,7 @@ fn host_ref(s: &Sample) -> HostRef {
         pid: s.pid,
         start_ticks: s.start_ticks,
         kind: s.ident.host.unwrap_or(HostKind::Unlabelled),
-        label: s.ident.argv.join(" ").chars().take(120).collect(),
+        argv: s.ident.argv.clone(),
     }
 }
 

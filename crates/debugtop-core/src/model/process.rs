@@ -711,8 +711,10 @@ pub struct HostRef {
     pub start_ticks: u64,
     /// What it is.
     pub kind: HostKind,
-    /// Its command line, short (for a label once it is gone).
-    pub label: String,
+    /// Its command line (for a label once it is gone): redacted as a command line, argument by
+    /// argument, wherever it leaves.
+    #[serde(default)]
+    pub argv: Vec<String>,
 }
 
 /// What the process table says about one mcp-debugger server.

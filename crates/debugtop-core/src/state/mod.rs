@@ -14,6 +14,9 @@ pub mod share;
 pub mod timeline;
 pub mod tombs;
 
+#[cfg(test)]
+mod redaction_tests;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +26,7 @@ use crate::model::{
     DebugSession, Finding, FindingId, LiveTable, Observation, Proc, ProcId, ScanStats, Snapshot,
     SourceKind, SourceState, SourceStatus, TreeNode, Update, SCHEMA,
 };
-use crate::redact::LiveRedaction;
+use crate::redact::{CommandLines, LiveRedaction};
 use knowledge::Knowledge;
 use reconcile::World;
 use rules::{Evaluator, VerdictConfig};
@@ -82,6 +85,9 @@ pub struct State {
     findings: Interned<FindingId, Finding>,
     /// Last step's debug sessions and their nodes, with what they were built from.
     session_memo: reconcile::SessionMemo,
+    /// The last snapshot as the step made it, before it was redacted: what an export reads
+    /// this machine's files through (the real paths) and then redacts itself.
+    raw: Arc<Snapshot>,
     seq: u64,
 }
 
@@ -93,7 +99,7 @@ impl State {
             evaluator: Evaluator::new(config.verdicts),
             tombs: tombs::Tombs::new(config.tomb_ttl),
             timeline: Timeline::new(config.timeline_capacity)
-                .with_raw_command_lines(!config.redact),
+                .with_command_lines(CommandLines::when_redacting(config.redact)),
             live: LiveTable::default(),
             redaction: LiveRedaction::new(config.home.clone()),
             procs: Interned::default(),
@@ -101,6 +107,7 @@ impl State {
             sessions: Interned::default(),
             findings: Interned::default(),
             session_memo: reconcile::SessionMemo::default(),
+            raw: Arc::new(empty_snapshot()),
             seq: 0,
             config,
         }
@@ -136,6 +143,8 @@ impl State {
     /// The update as it leaves the step: redacted here and nowhere before (what the step keeps
     /// — the timeline, plans, log events — is raw), and its findings grouped as published.
     fn publish(&mut self, mut u: Update) -> Update {
+        // Shares every element with the update (a copy of the lists, not of what they hold).
+        self.raw = Arc::new(u.snapshot.clone());
         if self.config.redact {
             let _redaction = trace_span!("publish: redaction").entered();
             self.redaction.apply(&mut u.snapshot);
@@ -160,7 +169,13 @@ impl State {
             table.iter().cloned().chain(tombs).collect()
         });
         let mut world = trace_span!("step: reconcile").in_scope(|| {
-            reconcile::from_shared_with(obs, procs, &self.knowledge, &mut self.session_memo)
+            reconcile::from_shared_with(
+                obs,
+                procs,
+                &self.knowledge,
+                &mut self.session_memo,
+                CommandLines::when_redacting(self.config.redact),
+            )
         });
         trace_span!("step: sharing (tree, sessions)").in_scope(|| self.share_world(&mut world));
         self.live = trace_span!("step: live table")
@@ -182,6 +197,12 @@ impl State {
     /// The live processes of the last step (never tombs), for planning kills.
     pub fn live(&self) -> &LiveTable {
         &self.live
+    }
+
+    /// The last snapshot before redaction (see [`export::prepare`](crate::actions::export)):
+    /// never shown as it is.
+    pub fn raw_snapshot(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.raw)
     }
 
     /// Conditions seen at the last step but not yet confirmed.
@@ -224,6 +245,29 @@ impl State {
             environment: None,
         };
         s
+    }
+}
+
+/// A snapshot of nothing, before the first step.
+fn empty_snapshot() -> Snapshot {
+    Snapshot {
+        schema: SCHEMA.to_owned(),
+        taken_at: chrono::DateTime::UNIX_EPOCH,
+        host: String::new(),
+        debugtop: env!("CARGO_PKG_VERSION").to_owned(),
+        redacted: false,
+        servers: Vec::new(),
+        http_sessions: Vec::new(),
+        debug_sessions: Vec::new(),
+        processes: Vec::new(),
+        tree: Vec::new(),
+        findings: Vec::new(),
+        unconfirmed: Vec::new(),
+        groups: Vec::new(),
+        timeline: Vec::new(),
+        log_excerpts: Vec::new(),
+        sources: Vec::new(),
+        environment: None,
     }
 }
 

@@ -17,6 +17,7 @@ use crate::model::{
     LogsRead, NodeKind, NodeStatus, Observation, Proc, Role, SelfInfo, ServerInfo,
     ServerObservation, SessionProgress, SourceKind, SourceState, SourceStatus, TreeNode, What,
 };
+use crate::redact::CommandLines;
 
 /// How long an ended session with no process left stays listed.
 const ENDED_KEEP: Duration = Duration::seconds(60);
@@ -44,6 +45,8 @@ pub struct World {
     pub logs: BTreeMap<u32, LogsRead>,
     /// The observing process.
     pub me: SelfInfo,
+    /// How text made from a command line is written (labels).
+    pub command_lines: CommandLines,
     /// `procs` indexed, the first time a rule asks (`procs` does not change once built).
     index: OnceLock<ProcIndex>,
 }
@@ -129,7 +132,13 @@ pub fn build(obs: &Observation, tombs: Vec<Proc>, k: &Knowledge) -> World {
 /// Joins everything known into one tree per server, over `procs` (live and tombs; the
 /// observation's own table's processes are not read, whether it still has them or not).
 pub fn from_shared<P>(obs: &Observation<P>, procs: Vec<Arc<Proc>>, k: &Knowledge) -> World {
-    from_shared_with(obs, procs, k, &mut SessionMemo::default())
+    from_shared_with(
+        obs,
+        procs,
+        k,
+        &mut SessionMemo::default(),
+        CommandLines::Hidden,
+    )
 }
 
 /// Each server's debug sessions as the last step built them — the session and its tree node —
@@ -175,6 +184,7 @@ pub fn from_shared_with<P>(
     procs: Vec<Arc<Proc>>,
     k: &Knowledge,
     memo: &mut SessionMemo,
+    command_lines: CommandLines,
 ) -> World {
     let by_server_span = tracing::trace_span!("reconcile: by server").entered();
     let stdio = stdio_servers(&obs.table.servers, &procs);
@@ -191,6 +201,7 @@ pub fn from_shared_with<P>(
         logs: BTreeMap::new(),
         me: obs.me.clone(),
         procs: Vec::new(),
+        command_lines,
         index: OnceLock::new(),
     };
     let servers_span = tracing::trace_span!("reconcile: servers").entered();
@@ -266,10 +277,11 @@ fn host_trees(w: &mut World, procs: &[Arc<Proc>], stdio: &BTreeSet<u32>) {
         groups
             .entry(host_of(server))
             .or_default()
-            .extend(process_forest(&mine));
+            .extend(process_forest(&mine, w.command_lines));
     }
     for h in &live_hosts {
-        let mut node = host_node(h.pid, &h.argv.join(" "), h.markers.host);
+        let label = w.command_lines.text(&h.argv, HOST_LABEL_CHARS);
+        let mut node = host_node(h.pid, &label, h.markers.host);
         node.role = Some(Role::Host);
         node.state = Some(h.sample.state);
         node.children = groups
@@ -278,15 +290,18 @@ fn host_trees(w: &mut World, procs: &[Arc<Proc>], stdio: &BTreeSet<u32>) {
         w.tree.push(Arc::new(node));
     }
     for (key, children) in groups {
-        let mut node = gone_host_node(key, procs);
+        let mut node = gone_host_node(key, procs, w.command_lines);
         node.children = children;
         w.tree.push(Arc::new(node));
     }
     w.tree.extend(top);
 }
 
+/// The most characters of a host's command line in its label.
+const HOST_LABEL_CHARS: usize = 120;
+
 /// The node for a host that is gone, named as its servers remember it.
-fn gone_host_node(key: Option<(u32, u64)>, procs: &[Arc<Proc>]) -> TreeNode {
+fn gone_host_node(key: Option<(u32, u64)>, procs: &[Arc<Proc>], lines: CommandLines) -> TreeNode {
     let remembered = key.and_then(|(pid, ticks)| {
         procs.iter().find_map(|p| {
             p.host
@@ -298,7 +313,12 @@ fn gone_host_node(key: Option<(u32, u64)>, procs: &[Arc<Proc>]) -> TreeNode {
         Some(h) => TreeNode::new(
             format!("gone-host:{}.{}", h.pid, h.start_ticks),
             NodeKind::GoneHost,
-            format!("{} host {} (gone): {}", h.kind.title(), h.pid, h.label),
+            format!(
+                "{} host {} (gone): {}",
+                h.kind.title(),
+                h.pid,
+                lines.text(&h.argv, HOST_LABEL_CHARS)
+            ),
         ),
         None => TreeNode::new(
             "gone-host:unknown".into(),
@@ -310,15 +330,12 @@ fn gone_host_node(key: Option<(u32, u64)>, procs: &[Arc<Proc>]) -> TreeNode {
     node
 }
 
-fn host_node(pid: u32, argv: &str, kind: Option<crate::model::HostKind>) -> TreeNode {
+fn host_node(pid: u32, label: &str, kind: Option<crate::model::HostKind>) -> TreeNode {
     let what = kind.unwrap_or(crate::model::HostKind::Unlabelled).title();
     let mut node = TreeNode::new(
         format!("host:{pid}"),
         NodeKind::Host,
-        format!(
-            "{what} host: {}",
-            argv.chars().take(120).collect::<String>()
-        ),
+        format!("{what} host: {label}"),
     );
     node.pid = Some(pid);
     node
@@ -359,7 +376,8 @@ fn live_server(
     let ok_health = health.and_then(|h| h.result.as_ref().ok().map(|r| (h.url.as_str(), r)));
     let mut node = server_node(s, seen, mine);
     let others: Vec<&Arc<Proc>> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
-    let (mut sessions, mut debug) = session_nodes(s.pid, know, &others, w.at, memo);
+    let (mut sessions, mut debug) =
+        session_nodes(s.pid, know, &others, (w.at, w.command_lines), memo);
     let http = http_sessions(s.pid, know, ok_health, w.at);
     // Which listed HTTP session holds each debug session (the first that names it), found in
     // one pass: a walk of every session per HTTP session was quadratic.
@@ -562,7 +580,7 @@ fn session_nodes(
     server_pid: u32,
     know: &ServerKnowledge,
     procs: &[&Arc<Proc>],
-    now: DateTime<Utc>,
+    (now, lines): (DateTime<Utc>, CommandLines),
     memo: &mut SessionMemo,
 ) -> (Vec<Arc<TreeNode>>, Vec<Arc<DebugSession>>) {
     let mut by_session: BTreeMap<&str, Vec<&Arc<Proc>>> = BTreeMap::new();
@@ -589,21 +607,28 @@ fn session_nodes(
             &SessionKey(server_pid, id.to_owned()),
             SessionNow(rec, &ps),
             |_| true,
-            || session_and_node(server_pid, id, rec, &ps),
+            || session_and_node(server_pid, id, rec, &ps, lines),
         );
         nodes.extend(node);
         out.push(session);
     }
-    nodes.extend(process_forest(&loose));
+    nodes.extend(process_forest(&loose, lines));
     (nodes, out)
 }
 
 /// One debug session and, unless it ended with nothing left running (history, not part of
 /// the tree), its node.
-fn session_and_node(server_pid: u32, id: &str, rec: Option<&DebugRec>, ps: &[&Arc<Proc>]) -> Built {
+fn session_and_node(
+    server_pid: u32,
+    id: &str,
+    rec: Option<&DebugRec>,
+    ps: &[&Arc<Proc>],
+    lines: CommandLines,
+) -> Built {
     let ps: Vec<&Proc> = ps.iter().map(|p| &***p).collect();
     let session = debug_session(server_pid, id, rec, &ps);
-    let node = (!(session.ended && ps.is_empty())).then(|| Arc::new(session_node(&session, &ps)));
+    let node =
+        (!(session.ended && ps.is_empty())).then(|| Arc::new(session_node(&session, &ps, lines)));
     (node, Arc::new(session))
 }
 
@@ -666,7 +691,7 @@ fn progress(rec: Option<&DebugRec>, ps: &[&Proc]) -> SessionProgress {
     }
 }
 
-fn session_node(d: &DebugSession, ps: &[&Proc]) -> TreeNode {
+fn session_node(d: &DebugSession, ps: &[&Proc], lines: CommandLines) -> TreeNode {
     let name = d
         .name
         .as_deref()
@@ -684,7 +709,7 @@ fn session_node(d: &DebugSession, ps: &[&Proc]) -> TreeNode {
         (false, None) => NodeStatus::Unknown,
     });
     n.facts = d.facts.clone();
-    n.children = process_forest(ps);
+    n.children = process_forest(ps, lines);
     n
 }
 
@@ -702,7 +727,7 @@ fn gone_server(
     );
     node.pid = Some(pid);
     node.facts.push(Fact::table(What::ServerGone { pid }));
-    let (sessions, debug) = session_nodes(pid, know, mine, w.at, memo);
+    let (sessions, debug) = session_nodes(pid, know, mine, (w.at, w.command_lines), memo);
     node.children = sessions;
     w.debug_sessions.extend(debug);
     w.tree.push(Arc::new(node));
@@ -746,8 +771,9 @@ fn remote_server(w: &mut World, url: &str, h: &Result<Health, HealthError>) {
 }
 
 /// Processes as a forest by parent links within the set; a watchdog hangs under the debuggee it
-/// names. Children ordered by pid; workers first among roots.
-pub fn process_forest(ps: &[&Proc]) -> Vec<Arc<TreeNode>> {
+/// names. Children ordered by pid; workers first among roots. Labelled with their command
+/// lines, written as `lines` says.
+pub fn process_forest(ps: &[&Proc], lines: CommandLines) -> Vec<Arc<TreeNode>> {
     let pids: BTreeSet<u32> = ps.iter().map(|p| p.pid).collect();
     let parent_of = |p: &Proc| -> Option<u32> {
         if p.role == Role::Watchdog {
@@ -768,12 +794,19 @@ pub fn process_forest(ps: &[&Proc]) -> Vec<Arc<TreeNode>> {
     roots.sort_by_key(|p| (p.role != Role::Worker, p.pid));
     roots
         .into_iter()
-        .map(|p| Arc::new(proc_node(p, &children, 0)))
+        .map(|p| Arc::new(proc_node(p, &children, 0, lines)))
         .collect()
 }
 
-fn proc_node(p: &Proc, children: &BTreeMap<u32, Vec<&Proc>>, depth: usize) -> TreeNode {
-    let mut n = TreeNode::new(proc_node_id(p.id()), NodeKind::Process, p.argv.join(" "));
+fn proc_node(
+    p: &Proc,
+    children: &BTreeMap<u32, Vec<&Proc>>,
+    depth: usize,
+    lines: CommandLines,
+) -> TreeNode {
+    // The whole command line (the views cut what they show).
+    let label = lines.text(&p.argv, usize::MAX);
+    let mut n = TreeNode::new(proc_node_id(p.id()), NodeKind::Process, label);
     n.pid = Some(p.pid);
     n.role = Some(p.role);
     n.state = Some(p.sample.state);
@@ -801,7 +834,7 @@ fn proc_node(p: &Proc, children: &BTreeMap<u32, Vec<&Proc>>, depth: usize) -> Tr
         kids.sort_by_key(|k| k.pid);
         n.children = kids
             .into_iter()
-            .map(|k| Arc::new(proc_node(k, children, depth + 1)))
+            .map(|k| Arc::new(proc_node(k, children, depth + 1, lines)))
             .collect();
     }
     n
@@ -1014,7 +1047,7 @@ mod tests {
             .map(|(o, procs)| {
                 let (table, o) = o.take_procs();
                 k.apply(&o, &table);
-                from_shared_with(&o, procs, &k, &mut memo)
+                from_shared_with(&o, procs, &k, &mut memo, CommandLines::Hidden)
             })
             .collect()
     }

@@ -16,7 +16,7 @@ use crate::model::{
     from_log, short, DebugSession, Exit, FactSource, Finding, FindingId, LogEvent, Proc, ProcId,
     ProcState, TimelineEvent, TimelineKind,
 };
-use crate::redact::redact_argv;
+use crate::redact::CommandLines;
 
 /// Default ring size.
 pub const DEFAULT_CAPACITY: usize = 10_000;
@@ -54,8 +54,8 @@ pub struct Timeline {
     /// comparing them is a small part of building the sets again).
     observed: Observed,
     primed: bool,
-    /// Command lines written as they are (a state that publishes raw, `--no-redact`).
-    raw_command_lines: bool,
+    /// How command lines are written into events.
+    command_lines: CommandLines,
 }
 
 impl Default for Timeline {
@@ -76,14 +76,14 @@ impl Timeline {
             findings: FxHashMap::default(),
             observed: Observed::default(),
             primed: false,
-            raw_command_lines: false,
+            command_lines: CommandLines::Hidden,
         }
     }
 
-    /// Writes command lines into events as they are, secrets and all: for a state that
-    /// publishes raw (`--no-redact`), which would otherwise still show `--token ‹redacted›`.
-    pub fn with_raw_command_lines(mut self, raw: bool) -> Self {
-        self.raw_command_lines = raw;
+    /// Writes command lines into events as `lines` says: raw for a state that publishes raw
+    /// (`--no-redact`), which would otherwise still show `--token ‹redacted›`.
+    pub fn with_command_lines(mut self, lines: CommandLines) -> Self {
+        self.command_lines = lines;
         self
     }
 
@@ -169,7 +169,8 @@ impl Timeline {
         match before.get(&p.id()) {
             None if self.primed => {
                 let at = p.start_time.max(now - Duration::seconds(5)).min(now);
-                let line = command_line(p, self.raw_command_lines);
+                // Whole (the views cut what they show).
+                let line = self.command_lines.text(&p.argv, usize::MAX);
                 let text = format!("{} {} appeared: {}", p.role, p.pid, line);
                 Some(about(
                     p,
@@ -437,19 +438,6 @@ fn log_event(l: &LogEvent, now: DateTime<Utc>) -> Option<TimelineEvent> {
         line: l.line,
     });
     Some(e)
-}
-
-/// The command line as one text. Unless it is to stay raw, its secrets are hidden as a command
-/// line's (`--token X`) before it is joined: once joined, which words were one argument is
-/// lost. The rest of redaction (the home directory, free-text secrets) is the published
-/// update's. Not cut short here — a cut could split a secret or the home directory from what
-/// would recognise it; the views cut what they show.
-fn command_line(p: &Proc, raw: bool) -> String {
-    if raw {
-        p.argv.join(" ")
-    } else {
-        redact_argv(&p.argv).join(" ")
-    }
 }
 
 #[cfg(test)]

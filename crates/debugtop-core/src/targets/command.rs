@@ -140,12 +140,8 @@ pub fn tidy(text: &str, max: usize) -> String {
         .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
         .collect();
     let clean = clean.trim();
-    if clean.chars().count() > max {
-        let cut: String = clean.chars().take(max).collect();
-        format!("{cut}…")
-    } else {
-        clean.to_owned()
-    }
+    // Redacted first when it must be cut: a cut never leaves part of a secret.
+    crate::redact::bounded(clean, max)
 }
 
 /// The last non-empty line of stderr (what tools print last is usually the reason).

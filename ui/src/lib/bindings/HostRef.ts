@@ -18,6 +18,7 @@ start_ticks: number,
  */
 kind: HostKind, 
 /**
- * Its command line, short (for a label once it is gone).
+ * Its command line (for a label once it is gone): redacted as a command line, argument by
+ * argument, wherever it leaves.
  */
-label: string, };
+argv: Array<string>, };

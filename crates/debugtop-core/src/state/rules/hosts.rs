@@ -1,11 +1,12 @@
 //! Stdio processes whose host is gone: MCP servers (critical), and anything else nobody can
 //! reach over its stdio any more (a warning). The leak is the fact; the name is a label.
 
-use super::{about, Candidate, Ctx};
+use super::{about, Candidate, Ctx, NAME_CHARS};
 use crate::model::{
     wrapper_name as wrapper, ContainerStop, FdKind, FindingKind, KillPlan, McpEvidence, Proc, Role,
     Severity,
 };
+use crate::redact::CommandLines;
 
 /// A live stdio MCP server nobody can write to any more: no process holds the writing end of
 /// its stdin pipe, and its host (if debugtop saw one) is gone. Well-behaved servers exit on
@@ -29,7 +30,8 @@ pub fn orphaned_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
         let root = chain_root(ctx, p);
         f.server_pid = Some(p.pid);
         f.evidence = evidence(ctx, p, channel, mcp_debugger);
-        f.evidence.extend(wrapper_line(p, root));
+        f.evidence
+            .extend(wrapper_line(p, root, ctx.command_lines()));
         f.suggested_action = format!(
             "kill MCP server {}, its process group and what it started{}: nothing can reach it",
             p.pid,
@@ -73,7 +75,7 @@ pub fn orphaned_container(ctx: &Ctx<'_>) -> Vec<Candidate> {
         );
         f.server_pid = Some(p.pid);
         f.evidence = vec![
-            unreachable_line(p, channel),
+            unreachable_line(p, channel, ctx.command_lines()),
             format!(
                 "it is the main process of container {id} (pid 1 there); the client that ran \
                  it (`docker run -i`, `docker attach`) is gone: the runtime closed the \
@@ -194,7 +196,7 @@ pub fn orphaned_stdio(ctx: &Ctx<'_>) -> Vec<Candidate> {
         };
         let mut f = about(FindingKind::OrphanedStdio, Severity::Warning, p, ctx.now());
         f.server_pid = Some(p.pid);
-        let name: String = p.argv.join(" ").chars().take(100).collect();
+        let name = ctx.command_lines().text(&p.argv, NAME_CHARS);
         let reads = p.stdio.is_some_and(|io| io.stdin == channel);
         f.evidence = vec![
             format!(
@@ -250,10 +252,10 @@ fn chain_root<'a>(ctx: &'a Ctx<'_>, p: &'a Proc) -> &'a Proc {
 }
 
 /// What the server was started through, when a wrapper is the chain's root.
-fn wrapper_line(p: &Proc, root: &Proc) -> Option<String> {
+fn wrapper_line(p: &Proc, root: &Proc, lines: CommandLines) -> Option<String> {
     (root.pid != p.pid).then(|| {
         let through = wrapper(&root.argv).unwrap_or("a launcher");
-        let name: String = root.argv.join(" ").trim_end().chars().take(100).collect();
+        let name = lines.text(&root.argv, NAME_CHARS);
         let adopted = root
             .adopted
             .as_ref()
@@ -318,8 +320,8 @@ pub fn live_host<'a>(ctx: &Ctx<'_>, p: &'a Proc) -> Option<&'a crate::model::Hos
 
 fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec<String> {
     let mut e = vec![
-        unreachable_line(p, channel),
-        host_line(p),
+        unreachable_line(p, channel, ctx.command_lines()),
+        host_line(p, ctx.command_lines()),
         mcp_line(p, mcp_debugger),
     ];
     if p.stdio.is_some_and(|x| x.stdout.is_channel()) {
@@ -331,8 +333,8 @@ fn evidence(ctx: &Ctx<'_>, p: &Proc, channel: FdKind, mcp_debugger: bool) -> Vec
 
 /// Why nothing can reach it: nobody holds the other end of its channel — or, where that cannot
 /// be checked, which check was not possible.
-fn unreachable_line(p: &Proc, channel: FdKind) -> String {
-    let name: String = p.argv.join(" ").chars().take(100).collect();
+fn unreachable_line(p: &Proc, channel: FdKind, lines: CommandLines) -> String {
+    let name = lines.text(&p.argv, NAME_CHARS);
     let end = match channel {
         // Inode 0: a system without pipe inodes (Windows).
         FdKind::Pipe { inode: 0 } => "the writing end of its stdio pipe".to_owned(),
@@ -356,13 +358,13 @@ fn unreachable_line(p: &Proc, channel: FdKind) -> String {
 }
 
 /// Its host, gone.
-fn host_line(p: &Proc) -> String {
+fn host_line(p: &Proc, lines: CommandLines) -> String {
     match &p.host {
         Some(h) => format!(
             "its {} host {} ({}) is gone; its parent is now pid {}",
             h.kind.title(),
             h.pid,
-            h.label,
+            lines.text(&h.argv, NAME_CHARS),
             p.ppid
         ),
         None if p.stdin_unchecked => {

@@ -144,10 +144,19 @@ pub struct Ctx<'a> {
     first_seen: &'a BTreeMap<FindingId, DateTime<Utc>>,
 }
 
+/// The most characters of a command line a sentence of evidence quotes (redacted first, cut
+/// after, on a word's boundary).
+pub const NAME_CHARS: usize = 100;
+
 impl Ctx<'_> {
     /// When.
     pub fn now(&self) -> DateTime<Utc> {
         self.world.at
+    }
+
+    /// How text made from a command line is written.
+    pub fn command_lines(&self) -> crate::redact::CommandLines {
+        self.world.command_lines
     }
 
     /// Live processes (not tombs).

@@ -85,10 +85,14 @@ fn finding(
         ctx.now(),
     );
     f.server_pid = Some(older.pid);
-    let name: String = older.argv.join(" ").chars().take(100).collect();
+    let lines = ctx.command_lines();
+    let name = lines.text(&older.argv, super::NAME_CHARS);
     let host = live_host(ctx, older).map_or_else(
         || format!("pid {}", older.ppid),
-        |h| format!("{} host {} ({})", h.kind.title(), h.pid, h.label),
+        |h| {
+            let label = lines.text(&h.argv, super::NAME_CHARS);
+            format!("{} host {} ({label})", h.kind.title(), h.pid)
+        },
     );
     let newer_did = if newer.start_time >= quiet {
         format!(
