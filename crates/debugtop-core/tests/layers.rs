@@ -4,9 +4,11 @@
 //! (`state` is pure: it never reaches `sources` or `collect`).
 //!
 //! Files are parsed (`syn`), not searched: every production item is read — an item marked
-//! `#[cfg(test)]` is skipped wherever it is, not the rest of the file after it — and every way
-//! of naming a module counts: paths in code and types, `use crate::x`, grouped
-//! `use crate::{x, y::z}`, and paths inside macro invocations (`format!`, `matches!`).
+//! `#[cfg(test)]` is skipped wherever it is, not the rest of the file after it, and a file is
+//! test-only when the `mod` that declares it is (whatever its name) — and every way of naming a
+//! module counts: paths in code and types, `use crate::x`, grouped `use crate::{x, y::z}`,
+//! `super::x` in a top-level module's own file, a glob `use crate::*` (everything), and paths
+//! inside macro invocations (`format!`, `matches!`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -52,9 +54,10 @@ fn test_only(attrs: &[syn::Attribute]) -> bool {
     })
 }
 
-/// The top-level modules a file's production code names through `crate::`.
+/// The top-level modules a file's production code names through `crate::` (and, in a
+/// top-level module's own file, through `super::`, which is the crate there).
 #[derive(Default)]
-struct Named(BTreeSet<String>);
+struct Named(BTreeSet<String>, bool);
 
 impl Named {
     fn in_tokens(&mut self, tokens: &str) {
@@ -74,7 +77,13 @@ impl Named {
 
     fn use_tree(&mut self, t: &syn::UseTree, under_crate: bool) {
         match t {
-            syn::UseTree::Path(p) if !under_crate => self.use_tree(&p.tree, p.ident == "crate"),
+            syn::UseTree::Path(p) if !under_crate => {
+                let root = p.ident == "crate" || (self.1 && p.ident == "super");
+                self.use_tree(&p.tree, root)
+            }
+            syn::UseTree::Glob(_) if under_crate => {
+                self.0.insert("*".into());
+            }
             syn::UseTree::Path(p) => {
                 self.0.insert(p.ident.to_string());
             }
@@ -132,24 +141,68 @@ impl<'ast> Visit<'ast> for Named {
     }
 
     fn visit_path(&mut self, p: &'ast syn::Path) {
-        if p.segments.len() > 1 && p.segments[0].ident == "crate" {
+        let root = |i: &syn::Ident| i == "crate" || (self.1 && i == "super");
+        if p.segments.len() > 1 && root(&p.segments[0].ident) {
             self.0.insert(p.segments[1].ident.to_string());
         }
         visit::visit_path(self, p);
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
-        self.in_tokens(&m.tokens.to_token_stream().to_string());
+        let tokens = m.tokens.to_token_stream().to_string();
+        self.in_tokens(&tokens);
+        if self.1 {
+            self.in_tokens(&tokens.replace("super ::", "crate ::"));
+        }
         visit::visit_macro(self, m);
     }
 }
 
-/// The modules `text` (one file) names through `crate::` outside its test-only items.
-fn named(text: &str) -> BTreeSet<String> {
+/// The modules `text` (one file) names through `crate::` outside its test-only items;
+/// `top_level`: the file is a top-level module's own (`src/x.rs`, `src/x/mod.rs`), where
+/// `super::` is the crate.
+fn named(text: &str, top_level: bool) -> BTreeSet<String> {
     let file = syn::parse_file(text).unwrap_or_else(|e| panic!("does not parse: {e}"));
-    let mut n = Named::default();
+    let mut n = Named(BTreeSet::new(), top_level);
     n.visit_file(&file);
     n.0
+}
+
+/// The files only tests compile: those a `#[cfg(test)] mod x;` declares, and everything under
+/// them — found from the crate root down, whatever the files are called.
+fn test_only_files(src: &Path) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![(src.join("lib.rs"), false)];
+    while let Some((file, test)) = todo.pop() {
+        if test {
+            out.insert(file.clone());
+        }
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let parsed = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        // A `foo.rs` declares its modules in `foo/`; `lib.rs` and `mod.rs` in their folder.
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let dir = if stem == "lib" || stem == "mod" {
+            file.parent().unwrap().to_path_buf()
+        } else {
+            file.with_extension("")
+        };
+        for item in &parsed.items {
+            let syn::Item::Mod(m) = item else { continue };
+            if m.content.is_some() {
+                continue;
+            }
+            let name = m.ident.to_string();
+            let child = [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")]
+                .into_iter()
+                .find(|p| p.exists());
+            if let Some(child) = child {
+                todo.push((child, test || test_only(&m.attrs)));
+            }
+        }
+    }
+    out
 }
 
 #[test]
@@ -164,8 +217,23 @@ fn every_production_line_and_every_form_of_import_is_read() {
         fn only_in_tests() { crate::sampler::x(); }
         fn after_the_tests() { crate::targets::Engines::from_env(); }
     "#;
-    let got: Vec<String> = named(text).into_iter().collect();
+    let got: Vec<String> = named(text, false).into_iter().collect();
     assert_eq!(got, ["actions", "model", "sources", "state", "targets"]);
+    // In a top-level module's own file `super::` is the crate; a glob names everything.
+    let text = "use super::sampler::x; fn f() { super::report::y(); } use crate::*;";
+    let got: Vec<String> = named(text, true).into_iter().collect();
+    assert_eq!(got, ["*", "report", "sampler"]);
+    assert!(named("use super::x::y;", false).is_empty(), "deeper, super is not the crate");
+}
+
+#[test]
+fn a_file_is_test_only_when_its_mod_is_whatever_its_name() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let test_only = test_only_files(&src);
+    assert!(test_only.contains(&src.join("state/rules/tests.rs")));
+    assert!(test_only.contains(&src.join("state/redaction_tests.rs")));
+    assert!(!test_only.contains(&src.join("state/reconcile.rs")));
+    assert!(!test_only.contains(&src.join("state/timeline.rs")));
 }
 
 #[test]
@@ -173,6 +241,7 @@ fn lower_layers_never_import_higher_ones() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut all = Vec::new();
     files(&src, &mut all);
+    let test_only = test_only_files(&src);
     let mut wrong = Vec::new();
     for f in &all {
         let rel = f.strip_prefix(&src).unwrap();
@@ -184,14 +253,16 @@ fn lower_layers_never_import_higher_ones() {
             .to_string_lossy()
             .trim_end_matches(".rs")
             .to_owned();
-        // The crate root, and unit-test modules kept in their own file (`mod tests;`).
-        if own == "lib" || rel.file_name().is_some_and(|n| n == "tests.rs") {
+        // The crate root, and test-only modules kept in their own file (`#[cfg(test)] mod x;`).
+        if own == "lib" || test_only.contains(f) {
             continue;
         }
         let own_layer = layer(&own).unwrap_or_else(|| panic!("{own} has no layer: add it"));
         let text = std::fs::read_to_string(f).unwrap();
-        for name in named(&text) {
-            let Some(l) = layer(&name) else { continue };
+        let top_level = rel.components().count() == 1 || rel.ends_with("mod.rs") && rel.components().count() == 2;
+        for name in named(&text, top_level) {
+            let l = if name == "*" { Some(u8::MAX) } else { layer(&name) };
+            let Some(l) = l else { continue };
             if name != own && l >= own_layer {
                 wrong.push(format!(
                     "{}: {own} (layer {own_layer}) uses crate::{name} (layer {l})",

@@ -41,7 +41,7 @@ pub use kill::{
 pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
 pub use observation::{
     Endpoints, Exit, HealthCheck, LiveTable, LogsRead, Observation, RemoteObservation, SelfInfo,
-    ServerObservation, SessionLogs, MAX_PROXY_LOGS, MAX_RUNS_PER_SESSION,
+    ServerObservation, SessionLogs, LOG_BYTES_PER_USER, MAX_PROXY_LOGS, MAX_RUNS_PER_SESSION,
 };
 pub use process::{
     wrapper_name, Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs,

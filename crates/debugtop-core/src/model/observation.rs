@@ -125,6 +125,14 @@ pub struct LogsRead {
     /// and a hundred thousand `run-*` folders must not cost every tick.
     #[serde(default)]
     pub not_followed: u32,
+    /// Files not read this tick because the same file was read under another name (a hard
+    /// link, a sibling, another server's log): each file is read once a tick.
+    #[serde(default)]
+    pub same_file: u32,
+    /// Files that wait for the next tick: their user's logs already cost this tick's budget
+    /// (`sources::log_budget::PER_USER_BYTES`).
+    #[serde(default)]
+    pub held: u32,
 }
 
 /// The most runs (`run-<ms>` folders) of one session whose logs are followed, newest first: a
@@ -134,6 +142,10 @@ pub const MAX_RUNS_PER_SESSION: usize = 8;
 /// The most proxy logs (with their DAP traces, twice as many files) followed for one server:
 /// the sessions with live processes first, then those its log has open.
 pub const MAX_PROXY_LOGS: usize = 1024;
+
+/// The most bytes of one user's logs read in one tick (the rest waits for the next): any user
+/// can make logs, and hard links make one file many.
+pub const LOG_BYTES_PER_USER: u64 = 4 * 1024 * 1024;
 
 /// A server given by URL.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

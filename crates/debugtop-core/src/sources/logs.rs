@@ -13,6 +13,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 
 use super::dap_trace::{TraceReader, HEAD};
+use super::log_budget::{Allowance, LogBudget};
 use crate::error::{Error, Result};
 use crate::model::{
     parse_pid, session_id, LogEvent, LogEventKind, LogOrigin, SignOfLife, TailStats, TraceState,
@@ -416,6 +417,33 @@ pub struct LogTail {
     pub stats: TailStats,
     /// The user the file must belong to (the server's).
     owner: Option<u32>,
+    /// Why the last poll read nothing it could have.
+    waiting: Waiting,
+}
+
+/// Why a poll read nothing of a file that has more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Waiting {
+    /// It did not.
+    #[default]
+    No,
+    /// The same file was read this tick under another name (a hard link, another server's log).
+    SameFile,
+    /// Its user's budget for this tick was spent: it is read next tick.
+    Budget,
+}
+
+/// What tells two names of one file apart: its device and inode where the system has them,
+/// else its name (no file is then read twice under one name, nor deduplicated under two).
+fn dedup_key(identity: (u64, u64), path: &Path) -> (u64, u64) {
+    if cfg!(unix) {
+        identity
+    } else {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        path.hash(&mut h);
+        (u64::MAX, h.finish())
+    }
 }
 
 /// Why another user's log cannot be read, in words.
@@ -460,6 +488,7 @@ impl LogTail {
             parser,
             stats: TailStats::default(),
             owner: None,
+            waiting: Waiting::No,
         }
     }
 
@@ -497,16 +526,28 @@ impl LogTail {
 
     /// Reads what was appended since the last poll. A missing file gives no events (it may
     /// appear later).
-    pub fn poll(&mut self) -> Result<Vec<LogEvent>> {
+    pub fn poll(&mut self, budget: &mut LogBudget) -> Result<Vec<LogEvent>> {
         let path = self.path.clone();
         let io = |source: std::io::Error| Error::Log {
             path: path.clone(),
             detail: source.to_string(),
         };
+        self.waiting = Waiting::No;
         let Some((mut file, meta)) = self.open_checked()? else {
             return Ok(Vec::new());
         };
         let identity = file_identity(&meta);
+        let allowed = match budget.allow(&self.path, dedup_key(identity, &self.path), self.owner) {
+            Allowance::Bytes(n) => n,
+            Allowance::Spent => {
+                self.waiting = Waiting::Budget;
+                return Ok(Vec::new());
+            }
+            Allowance::ReadAs(_) => {
+                self.waiting = Waiting::SameFile;
+                return Ok(Vec::new());
+            }
+        };
         let replaced = self.identity.is_some_and(|id| id != identity);
         let truncated = meta.len() < self.offset;
         let rewritten = !replaced
@@ -524,12 +565,18 @@ impl LogTail {
         file.seek(SeekFrom::Start(self.offset)).map_err(io)?;
         let mut buf = Vec::new();
         let n = file
-            .take(MAX_READ_PER_POLL as u64)
+            .take(allowed.min(MAX_READ_PER_POLL as u64))
             .read_to_end(&mut buf)
             .map_err(io)?;
+        budget.spend(self.owner, n as u64);
         self.offset += n as u64;
         self.remember_mark(&buf);
         Ok(self.feed(&buf))
+    }
+
+    /// Why the last poll read nothing it could have.
+    pub fn waiting(&self) -> Waiting {
+        self.waiting
     }
 
     /// Opens the log as untrusted input: checked before it is opened — no symbolic link and no
@@ -873,7 +920,7 @@ mod tests {
         let path = dir.path().join(format!("proxy-{MOCK_SID}.log"));
         std::fs::write(&path, PROXY_MOCK).unwrap();
         let mut t = LogTail::new(&path, LogOrigin::Proxy).owned_by(crate::os::my_uid());
-        t.poll().unwrap();
+        t.poll(&mut LogBudget::default()).unwrap();
         let s = t.last_line().unwrap();
         assert_eq!(s.line, 39);
         assert!(
@@ -895,7 +942,10 @@ mod tests {
         let ask = r#"{"ts":"2026-12-01T18:13:14.900Z","direction":"out","payload":{"seq":12,"type":"request","command":"variables","arguments":{}}}"#;
         std::fs::write(&path, format!("{ask}\n")).unwrap();
         let mut t = LogTail::new(&path, LogOrigin::Proxy).owned_by(crate::os::my_uid());
-        assert!(t.poll().unwrap().is_empty(), "no log events from a trace");
+        assert!(
+            t.poll(&mut LogBudget::default()).unwrap().is_empty(),
+            "no log events from a trace"
+        );
         assert_eq!(t.trace().unwrap().pending.len(), 1);
         // The answer arrives in two writes, longer than a log line may be.
         let (a, b) = big.split_at(big.len() / 2);
@@ -905,14 +955,14 @@ mod tests {
             .unwrap()
             .write_all(a.as_bytes())
             .unwrap();
-        t.poll().unwrap();
+        t.poll(&mut LogBudget::default()).unwrap();
         std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap()
             .write_all(format!("{b}\n").as_bytes())
             .unwrap();
-        t.poll().unwrap();
+        t.poll(&mut LogBudget::default()).unwrap();
         let s = t.trace().unwrap();
         assert!(s.pending.is_empty(), "{s:?}");
         assert_eq!(s.messages, 2);
@@ -1148,7 +1198,7 @@ mod tests {
         let file_uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&path).unwrap());
         // The server's user is someone else: not read, and said why.
         let mut t = LogTail::new(&path, LogOrigin::Server).owned_by(Some(file_uid + 1));
-        let err = t.poll().unwrap_err().to_string();
+        let err = t.poll(&mut LogBudget::default()).unwrap_err().to_string();
         assert!(
             err.contains(&format!(
                 "owned by uid {file_uid}, not by the server's user"
@@ -1157,7 +1207,7 @@ mod tests {
         );
         // The server's own file is read.
         let mut t = LogTail::new(&path, LogOrigin::Server).owned_by(Some(file_uid));
-        assert_eq!(t.poll().unwrap().len(), 1);
+        assert_eq!(t.poll(&mut LogBudget::default()).unwrap().len(), 1);
     }
 
     fn line(msg: &str) -> String {
@@ -1171,23 +1221,29 @@ mod tests {
         use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
         let (path, mut t) = tail_of(&dir);
-        assert!(t.poll().unwrap().is_empty(), "missing file is not an error");
+        assert!(
+            t.poll(&mut LogBudget::default()).unwrap().is_empty(),
+            "missing file is not an error"
+        );
         let mut f = std::fs::File::create(&path).unwrap();
         let full = line("HTTP session initialized: h-1");
         let (a, b) = full.split_at(30);
         f.write_all(a.as_bytes()).unwrap();
-        assert!(t.poll().unwrap().is_empty(), "partial line held back");
+        assert!(
+            t.poll(&mut LogBudget::default()).unwrap().is_empty(),
+            "partial line held back"
+        );
         f.write_all(b.as_bytes()).unwrap();
-        let ev = t.poll().unwrap();
+        let ev = t.poll(&mut LogBudget::default()).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].line, 1);
         f.write_all(line("HTTP session closed: h-1").as_bytes())
             .unwrap();
-        let ev = t.poll().unwrap();
+        let ev = t.poll(&mut LogBudget::default()).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].line, 2);
         assert_eq!(t.offset(), std::fs::metadata(&path).unwrap().len());
-        assert!(t.poll().unwrap().is_empty());
+        assert!(t.poll(&mut LogBudget::default()).unwrap().is_empty());
     }
 
     #[test]
@@ -1200,10 +1256,10 @@ mod tests {
             line("HTTP session initialized: h-1") + &line("HTTP session initialized: h-2"),
         )
         .unwrap();
-        assert_eq!(t.poll().unwrap().len(), 2);
+        assert_eq!(t.poll(&mut LogBudget::default()).unwrap().len(), 2);
         // Truncated in place.
         std::fs::write(&path, line("HTTP session initialized: h-3")).unwrap();
-        let ev = t.poll().unwrap();
+        let ev = t.poll(&mut LogBudget::default()).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(
             ev[0].kind,
@@ -1216,7 +1272,7 @@ mod tests {
         let mut f = std::fs::File::create(&path).unwrap();
         f.write_all(line("HTTP session closed: h-3").as_bytes())
             .unwrap();
-        let ev = t.poll().unwrap();
+        let ev = t.poll(&mut LogBudget::default()).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].line, 1);
         assert_eq!(t.stats.restarts, 2);
@@ -1228,7 +1284,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (path, mut t) = tail_of(&dir);
         std::fs::write(&path, line("HTTP session initialized: h-1")).unwrap();
-        assert_eq!(t.poll().unwrap().len(), 1);
+        assert_eq!(t.poll(&mut LogBudget::default()).unwrap().len(), 1);
         // Truncated, then (before the next poll) written past the old offset: the size alone
         // says "it grew", the inode is the same; only the content says it is a new file.
         let mut f = std::fs::OpenOptions::new()
@@ -1240,7 +1296,7 @@ mod tests {
             .unwrap();
         f.write_all(line("HTTP session closed: h-2").as_bytes())
             .unwrap();
-        let ev = t.poll().unwrap();
+        let ev = t.poll(&mut LogBudget::default()).unwrap();
         assert_eq!(
             ev.iter()
                 .map(|e| (e.line, e.kind.clone()))
@@ -1264,7 +1320,7 @@ mod tests {
         // Appending is not a restart.
         f.write_all(line("HTTP session initialized: h-3").as_bytes())
             .unwrap();
-        assert_eq!(t.poll().unwrap().len(), 1);
+        assert_eq!(t.poll(&mut LogBudget::default()).unwrap().len(), 1);
         assert_eq!(t.stats.restarts, 1);
     }
 
@@ -1278,7 +1334,7 @@ mod tests {
             format!("{big}\n{}", line("HTTP session initialized: h-9")),
         )
         .unwrap();
-        let ev = t.poll().unwrap();
+        let ev = t.poll(&mut LogBudget::default()).unwrap();
         assert_eq!(ev.len(), 1);
         assert_eq!(ev[0].line, 2);
         assert_eq!(t.stats.oversized, 1);

@@ -6,6 +6,7 @@
 pub mod dap_trace;
 pub mod discovery;
 pub mod health;
+pub mod log_budget;
 pub mod logs;
 pub mod server_logs;
 pub mod stages;
@@ -25,6 +26,7 @@ use crate::model::{
     ServerObservation, SourceKind, SourceState, SourceStatus,
 };
 use health::HealthClient;
+use log_budget::LogBudget;
 use server_logs::ServerLogs;
 
 /// Anything that yields observations: the live [`Sources`], or a recording replayed.
@@ -171,10 +173,12 @@ impl Local {
         drop(scan);
         let exits =
             tracing::trace_span!("sources: exit watch").in_scope(|| self.watched_exits(&table));
+        // One budget for every server's logs this tick, servers in pid order (the table's).
+        let mut budget = LogBudget::default();
         let servers: Vec<ServerObservation> = table
             .servers
             .iter()
-            .map(|s| self.server_files(s, &table))
+            .map(|s| self.server_files(s, &table, &mut budget))
             .collect();
         let live: BTreeSet<(u32, DateTime<Utc>)> = table
             .servers
@@ -216,6 +220,7 @@ impl Local {
         &mut self,
         s: &crate::model::ServerInfo,
         table: &ProcessTable,
+        budget: &mut LogBudget,
     ) -> ServerObservation {
         let endpoints = self
             .ports
@@ -236,7 +241,7 @@ impl Local {
                 .and_then(|p| p.uid);
             ServerLogs::new(s.start_time, discovery::files(s), owner)
         });
-        let (log_events, logs_read) = logs.poll(&live, Instant::now());
+        let (log_events, logs_read) = logs.poll(&live, Instant::now(), budget);
         ServerObservation {
             pid: s.pid,
             health: None,

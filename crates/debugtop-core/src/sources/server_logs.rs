@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 
 use super::discovery::ServerFiles;
-use super::logs::LogTail;
+use super::log_budget::LogBudget;
+use super::logs::{LogTail, Waiting};
 use crate::model::{
     LogEvent, LogEventKind, LogOrigin, LogsRead, SessionLogs, TailStats, MAX_PROXY_LOGS,
 };
@@ -58,7 +59,12 @@ impl ServerLogs {
 
     /// Reads what every log gained since the last poll. `live` are the sessions whose processes
     /// are running now.
-    pub fn poll(&mut self, live: &BTreeSet<String>, now: Instant) -> (Vec<LogEvent>, LogsRead) {
+    pub fn poll(
+        &mut self,
+        live: &BTreeSet<String>,
+        now: Instant,
+        budget: &mut LogBudget,
+    ) -> (Vec<LogEvent>, LogsRead) {
         let mut wanted: Vec<(PathBuf, LogOrigin)> = self
             .files
             .server_logs(self.owner)
@@ -77,7 +83,7 @@ impl ServerLogs {
                 .tails
                 .entry(path.clone())
                 .or_insert_with(|| LogTail::new(path, origin).owned_by(self.owner));
-            match tail.poll() {
+            match tail.poll(budget) {
                 Ok(evs) => events.extend(evs.into_iter().filter(|e| self.is_this_servers(e))),
                 Err(e) => errors.push(e.to_string()),
             }
@@ -189,7 +195,13 @@ impl ServerLogs {
     fn read(&self, errors: Vec<String>) -> LogsRead {
         let mut stats = TailStats::default();
         let mut server_lines = 0;
+        let (mut same_file, mut held) = (0u32, 0u32);
         for t in self.tails.values() {
+            match t.waiting() {
+                Waiting::SameFile => same_file += 1,
+                Waiting::Budget => held += 1,
+                Waiting::No => {}
+            }
             stats.lines += t.stats.lines;
             stats.events += t.stats.events;
             stats.skipped += t.stats.skipped;
@@ -208,6 +220,8 @@ impl ServerLogs {
                 .not_followed
                 .values()
                 .fold(0u32, |a, n| a.saturating_add(*n)),
+            same_file,
+            held,
         }
     }
 }
@@ -246,7 +260,7 @@ mod tests {
         let uid = uid.ok();
         let mut logs = ServerLogs::new(Utc::now(), files, uid);
         let live: BTreeSet<String> = [sid.to_owned()].into();
-        let (_, read) = logs.poll(&live, Instant::now());
+        let (_, read) = logs.poll(&live, Instant::now(), &mut LogBudget::default());
         assert_eq!(read.not_followed, 92, "{read:?}");
         let followed: Vec<String> = logs
             .tails

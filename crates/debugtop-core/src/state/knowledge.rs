@@ -15,6 +15,10 @@ use crate::model::{
 pub const RETAIN_ENDED: Duration = Duration::minutes(10);
 /// The most session records kept per server (oldest ended ones go first).
 pub const MAX_RECORDS: usize = 2048;
+/// The most session records kept for all the servers of one user together (of each kind,
+/// debug and HTTP): any user can start look-alike servers whose logs name sessions by the
+/// thousand, and their records must not grow with the number of servers.
+pub const MAX_RECORDS_PER_USER: usize = 4096;
 /// The most facts kept per session (the first and the newest).
 const MAX_FACTS: usize = 64;
 
@@ -74,6 +78,9 @@ pub struct ServerKnowledge {
     pub http: BTreeMap<String, HttpRec>,
     /// Debug sessions by id.
     pub debug: BTreeMap<String, DebugRec>,
+    /// Records dropped because its user's servers together held more than
+    /// [`MAX_RECORDS_PER_USER`] (since it started).
+    pub dropped_over_user_cap: u64,
 }
 
 /// Every server's records.
@@ -115,7 +122,83 @@ impl Knowledge {
             all.extend(s.log_events.iter().cloned());
         }
         self.forget_gone(obs, procs);
+        self.cap_per_user(procs);
         all
+    }
+
+    /// Keeps at most [`MAX_RECORDS_PER_USER`] debug and HTTP records for the servers of each
+    /// user together, dropping the earliest-ended first (as [`MAX_RECORDS`] does per server).
+    fn cap_per_user(&mut self, procs: &[Proc]) {
+        let uid_of = |pid: u32| procs.iter().find(|p| p.pid == pid).and_then(|p| p.uid);
+        let mut by_user: BTreeMap<Option<u32>, Vec<u32>> = BTreeMap::new();
+        for pid in self.servers.keys() {
+            by_user.entry(uid_of(*pid)).or_default().push(*pid);
+        }
+        for pids in by_user.values().filter(|p| p.len() > 1) {
+            let debug: usize = pids
+                .iter()
+                .filter_map(|p| self.servers.get(p))
+                .map(|k| k.debug.len())
+                .sum();
+            let http: usize = pids
+                .iter()
+                .filter_map(|p| self.servers.get(p))
+                .map(|k| k.http.len())
+                .sum();
+            if debug > MAX_RECORDS_PER_USER {
+                self.drop_earliest(
+                    pids,
+                    debug - MAX_RECORDS_PER_USER,
+                    |k| {
+                        k.debug
+                            .iter()
+                            .map(|(id, r)| (r.ended, id.clone()))
+                            .collect()
+                    },
+                    |k, id| {
+                        k.debug.remove(id);
+                    },
+                );
+            }
+            if http > MAX_RECORDS_PER_USER {
+                self.drop_earliest(
+                    pids,
+                    http - MAX_RECORDS_PER_USER,
+                    |k| {
+                        k.http
+                            .iter()
+                            .map(|(id, r)| (r.ended.map(|(_, at)| at), id.clone()))
+                            .collect()
+                    },
+                    |k, id| {
+                        k.http.remove(id);
+                    },
+                );
+            }
+        }
+    }
+
+    /// Drops `n` records among `servers`' (listed by `records`: when each ended, its id), the
+    /// earliest-ended first, live ones last.
+    fn drop_earliest(
+        &mut self,
+        servers: &[u32],
+        n: usize,
+        records: impl Fn(&ServerKnowledge) -> Vec<(Option<DateTime<Utc>>, String)>,
+        remove: impl Fn(&mut ServerKnowledge, &str),
+    ) {
+        let mut all: Vec<(Option<DateTime<Utc>>, u32, String)> = servers
+            .iter()
+            .filter_map(|pid| self.servers.get(pid).map(|k| (pid, k)))
+            .flat_map(|(pid, k)| records(k).into_iter().map(move |(e, id)| (e, *pid, id)))
+            .collect();
+        all.sort_by_key(|(e, pid, _)| (e.is_none(), *e, *pid));
+        for (_, pid, id) in all.into_iter().take(n) {
+            if let Some(k) = self.servers.get_mut(&pid) {
+                remove(k, &id);
+                k.dropped_over_user_cap += 1;
+            }
+        }
     }
 
     /// Drops servers that are gone and left nothing behind.

@@ -436,7 +436,8 @@ fn live_server(
     if let Some(x) = seen {
         w.logs.insert(s.pid, x.logs.clone());
     }
-    w.sources.extend(server_sources(s.pid, seen));
+    w.sources
+        .extend(server_sources(s.pid, seen, know.dropped_over_user_cap));
 }
 
 fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Proc>]) -> TreeNode {
@@ -840,7 +841,7 @@ fn proc_node(
     n
 }
 
-fn server_sources(pid: u32, seen: Option<&ServerObservation>) -> Vec<SourceStatus> {
+fn server_sources(pid: u32, seen: Option<&ServerObservation>, dropped: u64) -> Vec<SourceStatus> {
     let mut out = Vec::new();
     let health = seen.and_then(|x| x.health.as_ref());
     out.push(match health.map(|h| (&h.url, &h.result)) {
@@ -868,30 +869,58 @@ fn server_sources(pid: u32, seen: Option<&ServerObservation>) -> Vec<SourceStatu
         ),
     });
     if let Some(l) = seen.map(|x| &x.logs) {
+        let detail = format!(
+            "{} files tailed, {} events, {} lines skipped, {} restarts (a file truncated or replaced){}",
+            l.files,
+            l.stats.events,
+            l.stats.skipped + l.stats.oversized,
+            l.stats.restarts,
+            logs_bounds(l, dropped),
+        );
         out.push(if l.errors.is_empty() {
+            SourceStatus::new(SourceKind::Logs, Some(pid), SourceState::Ok, detail)
+        } else {
             SourceStatus::new(
                 SourceKind::Logs,
                 Some(pid),
-                SourceState::Ok,
-                format!(
-                    "{} files tailed, {} events, {} lines skipped, {} restarts (a file truncated or replaced){}",
-                    l.files,
-                    l.stats.events,
-                    l.stats.skipped + l.stats.oversized,
-                    l.stats.restarts,
-                    match l.not_followed {
-                        0 => String::new(),
-                        n => format!(
-                            "; {n} older proxy logs not followed (at most {} runs a session, {} sessions a server)",
-                            crate::model::MAX_RUNS_PER_SESSION,
-                            crate::model::MAX_PROXY_LOGS
-                        ),
-                    }
-                ),
+                SourceState::Degraded,
+                format!("{}; {detail}", l.errors.join("; ")),
             )
-        } else {
-            SourceStatus::new(SourceKind::Logs, Some(pid), SourceState::Degraded, l.errors.join("; "))
         });
+    }
+    out
+}
+
+/// What the bounds on reading a server's logs left out, in words (empty when nothing).
+fn logs_bounds(l: &LogsRead, dropped: u64) -> String {
+    let mut out = String::new();
+    if l.not_followed > 0 {
+        out.push_str(&format!(
+            "; {} older proxy logs not followed (at most {} runs a session, {} sessions a server)",
+            l.not_followed,
+            crate::model::MAX_RUNS_PER_SESSION,
+            crate::model::MAX_PROXY_LOGS
+        ));
+    }
+    if l.same_file > 0 {
+        out.push_str(&format!(
+            "; {} files not read again: the same file as one already read this tick (a hard link \
+             or another server's log; each file is read once)",
+            l.same_file
+        ));
+    }
+    if l.held > 0 {
+        out.push_str(&format!(
+            "; {} files wait for the next tick: this user's logs already cost {} MiB this tick",
+            l.held,
+            crate::model::LOG_BYTES_PER_USER >> 20
+        ));
+    }
+    if dropped > 0 {
+        out.push_str(&format!(
+            "; {dropped} session records dropped: this user's servers together keep at most {}",
+            super::knowledge::MAX_RECORDS_PER_USER
+        ));
     }
     out
 }
