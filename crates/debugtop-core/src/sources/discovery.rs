@@ -18,15 +18,18 @@ pub struct ServerFiles {
     pub sessions_dir: PathBuf,
 }
 
-/// Where a server listens, given the ports found ([`PortMemo::endpoints`]).
-fn endpoints_on(server: &ServerInfo, listening: Vec<u16>) -> Endpoints {
+/// Where a server listens, given the ports found ([`PortMemo::endpoints`]). With no listening
+/// socket found, the port its argv names is asked only when the server is debugtop's own user's:
+/// another user's argv could otherwise make debugtop — perhaps root — send a request to any
+/// port on loopback.
+fn endpoints_on(server: &ServerInfo, listening: Vec<u16>, own: bool) -> Endpoints {
     let port_confirmed = server.port.is_some_and(|p| listening.contains(&p));
     let port = if port_confirmed {
         server.port
     } else {
         server
             .port
-            .filter(|_| listening.is_empty())
+            .filter(|_| listening.is_empty() && own)
             .or(listening.first().copied())
     };
     let base_url = match server.mode {
@@ -37,6 +40,15 @@ fn endpoints_on(server: &ServerInfo, listening: Vec<u16>) -> Endpoints {
         listening,
         base_url,
         port_confirmed,
+    }
+}
+
+/// Whether a process of `uid` is debugtop's own user's (an unknown user counts only when
+/// debugtop does not run elevated).
+pub fn own_user(uid: Option<u32>) -> bool {
+    match (uid, crate::os::my_uid()) {
+        (Some(u), Some(me)) => u == me,
+        _ => !crate::os::privileged(),
     }
 }
 
@@ -286,8 +298,9 @@ pub struct PortMemo {
 }
 
 impl PortMemo {
-    /// Where `server` listens, from the memo while it stands.
-    pub fn endpoints(&mut self, server: &ServerInfo) -> Endpoints {
+    /// Where `server` (run by `uid`) listens, from the memo while it stands.
+    pub fn endpoints(&mut self, server: &ServerInfo, uid: Option<u32>) -> Endpoints {
+        let own = own_user(uid);
         #[cfg(windows)]
         {
             // Windows says which pid owns each listening socket (GetExtendedTcpTable).
@@ -296,17 +309,17 @@ impl PortMemo {
                 .filter(|(_, pid)| *pid == server.pid)
                 .map(|(port, _)| (port, 0))
                 .collect();
-            endpoints_on(server, ports_of(&rows))
+            endpoints_on(server, ports_of(&rows), own)
         }
         #[cfg(not(windows))]
-        self.endpoints_from_sockets(server)
+        self.endpoints_from_sockets(server, own)
     }
 
     /// Where `server` listens, from its socket descriptors and the TCP tables.
     #[cfg(not(windows))]
-    fn endpoints_from_sockets(&mut self, server: &ServerInfo) -> Endpoints {
+    fn endpoints_from_sockets(&mut self, server: &ServerInfo, own: bool) -> Endpoints {
         let inodes = socket_inodes(server.pid);
-        endpoints_on(server, self.ports(&inodes, |i| listeners(server.pid, i)))
+        endpoints_on(server, self.ports(&inodes, |i| listeners(server.pid, i)), own)
     }
 
     /// The ports, read with `read` unless the remembered listeners are all still open.
@@ -409,6 +422,26 @@ mod tests {
             pkg_dir: Some("/tmp/x/mcp-debugger/../../../srv/app".into()),
         };
         assert_eq!(files(&s).cli_log, None);
+    }
+
+    #[test]
+    fn argvs_port_is_asked_only_of_debugtops_own_users_server() {
+        let s = ServerInfo {
+            pid: 1,
+            start_time: chrono::Utc::now(),
+            mode: ServerMode::Http,
+            port: Some(22),
+            log_file: None,
+            pkg_dir: None,
+        };
+        // Another user's server that listens nowhere debugtop can see: nothing is asked.
+        assert_eq!(endpoints_on(&s, Vec::new(), false).base_url, None);
+        // What it really listens on is asked, whoever it is.
+        let e = endpoints_on(&s, vec![3901], false);
+        assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:3901"));
+        // Near miss: debugtop's own user's server, its argv's port.
+        let e = endpoints_on(&s, Vec::new(), true);
+        assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:22"));
     }
 
     #[test]

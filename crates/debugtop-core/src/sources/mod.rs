@@ -222,25 +222,22 @@ impl Local {
         table: &ProcessTable,
         budget: &mut LogBudget,
     ) -> ServerObservation {
+        let uid = table.procs.iter().find(|p| p.pid == s.pid).and_then(|p| p.uid);
         let endpoints = self
             .ports
             .entry((s.pid, s.start_time))
             .or_default()
-            .endpoints(s);
+            .endpoints(s, uid);
         let live: BTreeSet<String> = table
             .procs
             .iter()
             .filter(|p| p.server_pid == Some(s.pid))
             .filter_map(|p| p.session_id.clone())
             .collect();
-        let logs = self.logs.entry((s.pid, s.start_time)).or_insert_with(|| {
-            let owner = table
-                .procs
-                .iter()
-                .find(|p| p.pid == s.pid)
-                .and_then(|p| p.uid);
-            ServerLogs::new(s.start_time, discovery::files(s), owner)
-        });
+        let logs = self
+            .logs
+            .entry((s.pid, s.start_time))
+            .or_insert_with(|| ServerLogs::new(s.start_time, discovery::files(s), uid));
         let (log_events, logs_read) = logs.poll(&live, Instant::now(), budget);
         ServerObservation {
             pid: s.pid,
