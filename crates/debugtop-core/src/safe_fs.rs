@@ -461,7 +461,6 @@ pub fn is_link_refusal(e: &std::io::Error) -> bool {
 #[cfg(windows)]
 mod windows {
     use std::fs::{File, OpenOptions};
-    use std::io::Read;
     use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
     use std::path::Path;
 

@@ -194,9 +194,12 @@ fn test_only_files(src: &Path) -> BTreeSet<PathBuf> {
                 continue;
             }
             let name = m.ident.to_string();
-            let child = [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")]
-                .into_iter()
-                .find(|p| p.exists());
+            let child = [
+                dir.join(format!("{name}.rs")),
+                dir.join(&name).join("mod.rs"),
+            ]
+            .into_iter()
+            .find(|p| p.exists());
             if let Some(child) = child {
                 todo.push((child, test || test_only(&m.attrs)));
             }
@@ -223,7 +226,10 @@ fn every_production_line_and_every_form_of_import_is_read() {
     let text = "use super::sampler::x; fn f() { super::report::y(); } use crate::*;";
     let got: Vec<String> = named(text, true).into_iter().collect();
     assert_eq!(got, ["*", "report", "sampler"]);
-    assert!(named("use super::x::y;", false).is_empty(), "deeper, super is not the crate");
+    assert!(
+        named("use super::x::y;", false).is_empty(),
+        "deeper, super is not the crate"
+    );
 }
 
 #[test]
@@ -259,9 +265,14 @@ fn lower_layers_never_import_higher_ones() {
         }
         let own_layer = layer(&own).unwrap_or_else(|| panic!("{own} has no layer: add it"));
         let text = std::fs::read_to_string(f).unwrap();
-        let top_level = rel.components().count() == 1 || rel.ends_with("mod.rs") && rel.components().count() == 2;
+        let top_level = rel.components().count() == 1
+            || rel.ends_with("mod.rs") && rel.components().count() == 2;
         for name in named(&text, top_level) {
-            let l = if name == "*" { Some(u8::MAX) } else { layer(&name) };
+            let l = if name == "*" {
+                Some(u8::MAX)
+            } else {
+                layer(&name)
+            };
             let Some(l) = l else { continue };
             if name != own && l >= own_layer {
                 wrong.push(format!(

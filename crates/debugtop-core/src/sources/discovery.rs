@@ -319,7 +319,11 @@ impl PortMemo {
     #[cfg(not(windows))]
     fn endpoints_from_sockets(&mut self, server: &ServerInfo, own: bool) -> Endpoints {
         let inodes = socket_inodes(server.pid);
-        endpoints_on(server, self.ports(&inodes, |i| listeners(server.pid, i)), own)
+        endpoints_on(
+            server,
+            self.ports(&inodes, |i| listeners(server.pid, i)),
+            own,
+        )
     }
 
     /// The ports, read with `read` unless the remembered listeners are all still open.

@@ -222,7 +222,11 @@ impl Local {
         table: &ProcessTable,
         budget: &mut LogBudget,
     ) -> ServerObservation {
-        let uid = table.procs.iter().find(|p| p.pid == s.pid).and_then(|p| p.uid);
+        let uid = table
+            .procs
+            .iter()
+            .find(|p| p.pid == s.pid)
+            .and_then(|p| p.uid);
         let endpoints = self
             .ports
             .entry((s.pid, s.start_time))
