@@ -22,7 +22,7 @@ fi
 pkgs=(libwebkit2gtk-4.1-dev build-essential pkg-config file libssl-dev libxdo-dev
       libayatana-appindicator3-dev librsvg2-dev xvfb xauth)
 if [ "$what" = test ]; then
-  pkgs+=(webkit2gtk-driver chromium imagemagick strace openssh-server docker.io)
+  pkgs+=(webkit2gtk-driver chromium imagemagick strace time openssh-server docker.io)
   # Windows, for real: the cross linker and Wine to run what it links (tests/tests/windows.rs).
   pkgs+=(mingw-w64 wine64 zip)
 fi

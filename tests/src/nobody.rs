@@ -182,6 +182,63 @@ impl Nobody {
     }
 }
 
+impl Nobody {
+    /// Starts `program args…` as `nobody` with its `argv[0]` set to `argv0` (as `exec -a` sets
+    /// it: a process's command line says what its user wants it to).
+    pub fn spawn_as(&self, argv0: &str, program: &str, args: &[&str]) -> Spawned {
+        let mut all = vec!["-c", "exec -a \"$0\" \"$@\"", argv0, program];
+        all.extend_from_slice(args);
+        let p = self.spawn("bash", &all);
+        crate::procs::wait_for(std::time::Duration::from_secs(10), || {
+            let exe = std::fs::read_link(format!("/proc/{}/exe", p.pid)).ok()?;
+            (!exe.ends_with("bash")).then_some(())
+        })
+        .expect("bash never exec'd");
+        p
+    }
+
+    /// A look-alike mcp-debugger server of `nobody`'s (`node …/dist/cli.mjs http -p PORT
+    /// --log-file LOG`) running `script` (its own JavaScript), with `log` its `--log-file`.
+    pub fn fake_server(&self, script: &str, port: u16, log: &Path) -> Spawned {
+        let cli = self.write(
+            "node_modules/@debugmcp/mcp-debugger/dist/cli.mjs",
+            script.as_bytes(),
+        );
+        self.spawn(
+            "node",
+            &[
+                &cli.to_string_lossy(),
+                "http",
+                "-p",
+                &port.to_string(),
+                "--log-file",
+                &log.to_string_lossy(),
+            ],
+        )
+    }
+
+    /// A look-alike proxy worker of `nobody`'s (idle), its owner a process that is no server
+    /// (`owner`): an orphaned worker whose command line carries `extra`.
+    pub fn orphaned_worker(&self, owner: u32, sid: &str, extra: &[&str]) -> Spawned {
+        let bootstrap = self.write(
+            "worker/dist/proxy/proxy-bootstrap.js",
+            b"setInterval(() => {}, 1 << 30);\n",
+        );
+        let owner = format!("--mcp-owner-pid={owner}");
+        let session = format!("--mcp-session-id={sid}");
+        let bootstrap = bootstrap.to_string_lossy().into_owned();
+        let mut args: Vec<&str> = vec![&bootstrap, &owner, &session];
+        args.extend_from_slice(extra);
+        self.spawn("node", &args)
+    }
+}
+
+/// A JSON log line as mcp-debugger writes it, dated now.
+pub fn log_line(message: &str) -> String {
+    let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    serde_json::json!({"level": "info", "message": message, "timestamp": at}).to_string() + "\n"
+}
+
 impl Default for Nobody {
     fn default() -> Self {
         Self::new()

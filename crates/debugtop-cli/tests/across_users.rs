@@ -13,8 +13,13 @@ use debugtop_e2e::mcp::Server;
 use debugtop_e2e::nobody::{require_root, Nobody};
 use serde_json::Value;
 
+/// The CLI under test: this build's, or `DEBUGTOP_CLI` (to show a test fails on an older one).
+fn cli_path() -> std::ffi::OsString {
+    std::env::var_os("DEBUGTOP_CLI").unwrap_or_else(|| env!("CARGO_BIN_EXE_debugtop-cli").into())
+}
+
 fn cli() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_debugtop-cli"))
+    Command::new(cli_path())
 }
 
 fn run(args: &[&str]) -> Output {
@@ -203,4 +208,348 @@ fn another_users_terminal_escapes_are_shown_never_sent() {
         "an argv word cannot pass for a line of the plan: {plan}"
     );
     drop(worker);
+}
+
+// Round two: what another user could still make root's debugtop leak, read, open and spend.
+
+use debugtop_e2e::nobody::log_line;
+use debugtop_e2e::procs::Spawned;
+
+const IDLE: &str = "setInterval(() => {}, 1 << 30);\n";
+
+/// Held by the tests whose look-alikes write logs: every `nobody` process is one user, whose
+/// logs share one reading budget a tick — one test's 4 MB log would hold another's back.
+static NOBODYS_LOGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn nobodys_logs() -> std::sync::MutexGuard<'static, ()> {
+    NOBODYS_LOGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Root's `snapshot` (redacted JSON) and the same as Markdown.
+fn snapshots() -> (String, String) {
+    let json = run(&["snapshot"]);
+    assert!(json.status.success(), "{}", text(&json));
+    let md = run(&["snapshot", "--format", "md"]);
+    assert!(md.status.success(), "{}", text(&md));
+    (
+        String::from_utf8_lossy(&json.stdout).into_owned(),
+        String::from_utf8_lossy(&md.stdout).into_owned(),
+    )
+}
+
+/// A process of root's that debugtop reports (an orphaned worker: its owner is this test, no
+/// server), with `extra` on its command line.
+fn roots_orphaned_worker(dir: &std::path::Path, sid: &str, extra: &[&str]) -> Spawned {
+    let bootstrap = dir.join("dist/proxy/proxy-bootstrap.js");
+    std::fs::create_dir_all(bootstrap.parent().unwrap()).unwrap();
+    std::fs::write(&bootstrap, IDLE).unwrap();
+    let mut cmd = Command::new("node");
+    cmd.arg(&bootstrap)
+        .arg(format!("--mcp-owner-pid={}", std::process::id()))
+        .arg(format!("--mcp-session-id={sid}"))
+        .args(extra);
+    Spawned::spawn(&mut cmd)
+}
+
+#[test]
+fn regression_a_session_id_shaped_like_a_key_switched_redaction_off() {
+    require_root("regression_a_session_id_shaped_like_a_key_switched_redaction_off");
+    let _logs = nobodys_logs();
+    let root = tempfile::tempdir().unwrap();
+    let _worker = roots_orphaned_worker(
+        root.path(),
+        "root-sess-1",
+        &["--token", "ZqRootA1", "--api-key=ZqRootB2"],
+    );
+    // nobody's look-alike, whose own log creates a session named like a secret key and
+    // pauses it (no worker runs it).
+    let evil = Nobody::new();
+    let log = evil.path("logs/server.log");
+    let _server = evil.fake_server(IDLE, debugtop_e2e::mcp::free_port(), &log);
+    let sid = "sk-0123456789abcdef";
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let lines = log_line(&format!(
+        "[SessionManager] Created new session: s (ID: {sid}), state: created"
+    )) + &log_line(&format!(
+        "[SM _updateSessionState {sid}] State change: running -> paused"
+    ));
+    evil.write("logs/server.log", lines.as_bytes());
+    let (json, md) = snapshots();
+    for leaked in ["ZqRootA1", "ZqRootB2", sid] {
+        assert!(!json.contains(leaked), "{leaked} in the JSON:\n{json}");
+        assert!(!md.contains(leaked), "{leaked} in the Markdown:\n{md}");
+    }
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert!(
+        !v["sources"].as_array().unwrap().is_empty(),
+        "sources kept: {:#}",
+        v["sources"]
+    );
+    let unconfirmed = v["unconfirmed"].to_string();
+    assert!(
+        unconfirmed.contains("root-sess-1") && unconfirmed.contains("redacted-"),
+        "root's worker judged, the session's id kept as a digest: {unconfirmed}"
+    );
+}
+
+#[test]
+fn every_secret_form_on_a_command_line_is_hidden_in_every_field() {
+    require_root("every_secret_form_on_a_command_line_is_hidden_in_every_field");
+    let forms: [&[&str]; 12] = [
+        &["-ualice:ZqF01"],
+        &["--requirepass", "ZqF02"],
+        &["--accessKey", "ZqF03"],
+        &["--privateKey", "ZqF04"],
+        &["-H", "X-Auth-Token:ZqF05"],
+        &[r#"{\"token\":\"ZqF06\"}"#],
+        &["password:ZqF07"],
+        &["{'password': 'ZqF08'}"],
+        &["--password", "-ZqF09"],
+        &["--password=alpha ZqF10"],
+        &["--token", "x ZqF11"],
+        &["--password", "alpha ZqF12"],
+    ];
+    let args: Vec<&str> = forms.iter().flat_map(|f| f.iter().copied()).collect();
+    let evil = Nobody::new();
+    let _w = evil.orphaned_worker(std::process::id(), "forms-sess-1", &args);
+    let (json, md) = snapshots();
+    assert!(json.contains("forms-sess-1"), "the worker is in the snapshot");
+    for out in [&json, &md] {
+        let leaked: Vec<&str> = out.match_indices("ZqF").map(|(i, _)| &out[i..i + 5]).collect();
+        assert!(leaked.is_empty(), "{leaked:?} in\n{out}");
+    }
+}
+
+#[test]
+fn a_file_another_users_process_names_through_dot_dots_is_never_read() {
+    require_root("a_file_another_users_process_names_through_dot_dots_is_never_read");
+    // Root's private package: a folder of root's (0700), its package.json 0600.
+    let private = tempfile::tempdir().unwrap();
+    let app = private.path().join("app");
+    std::fs::create_dir_all(app.join("dist")).unwrap();
+    std::fs::write(
+        app.join("package.json"),
+        r#"{"name":"zq-roots-private-package","version":"9.9.9"}"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&app.join("package.json"), std::fs::Permissions::from_mode(0o600))
+        .unwrap();
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let evil = Nobody::new();
+    evil.write("x/mcp-debugger/keep", b"");
+    // From nobody's folder up to /tmp, then down into root's.
+    let up = "../".repeat(evil.dir().components().count() + 1);
+    let argv0 = format!(
+        "{}/x/mcp-debugger/{up}{}/app/dist/cli.mjs",
+        evil.dir().display(),
+        private.path().strip_prefix("/").unwrap().display()
+    );
+    let _server = evil.spawn_as(&argv0, "sleep", &["600"]);
+    // Near miss: nobody's own package, by a plain path, is read.
+    let own = evil.write(
+        "own/node_modules/@debugmcp/mcp-debugger/package.json",
+        br#"{"name":"@debugmcp/mcp-debugger","version":"0.24.2"}"#,
+    );
+    let own_cli = own.parent().unwrap().join("dist/cli.mjs");
+    let _own = evil.spawn_as(&own_cli.to_string_lossy(), "sleep", &["600"]);
+    let out = run(&["snapshot", "--no-redact"]);
+    let shown = text(&out);
+    assert!(!shown.contains("zq-roots-private-package"), "{shown}");
+    assert!(!shown.contains("9.9.9"), "{shown}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let versions = v["environment"]["servers"].to_string();
+    assert!(versions.contains("0.24.2"), "nobody's own package read: {versions}");
+}
+
+#[test]
+fn a_device_another_user_names_as_a_log_is_never_opened() {
+    require_root("a_device_another_user_names_as_a_log_is_never_opened");
+    let evil = Nobody::new();
+    let _server = evil.fake_server(
+        IDLE,
+        debugtop_e2e::mcp::free_port(),
+        std::path::Path::new("/dev/zero"),
+    );
+    let trace = tempfile::NamedTempFile::new().unwrap();
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+        .arg(trace.path())
+        .arg(cli_path())
+        .args(["snapshot", "--no-redact"])
+        .output()
+        .expect("strace (Debian's strace package)");
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let logs = v["sources"].to_string();
+    assert!(logs.contains("not a regular file (a device)"), "said why: {logs}");
+    let calls = std::fs::read_to_string(trace.path()).unwrap();
+    let opened: Vec<&str> = calls
+        .lines()
+        .filter(|l| l.contains("\"/dev/zero\"") || l.contains("\"zero\""))
+        .collect();
+    assert!(!opened.is_empty(), "it was looked at:\n{calls}");
+    for l in opened {
+        assert!(l.contains("O_PATH"), "opened for more than a look: {l}");
+    }
+}
+
+#[test]
+fn the_caps_worth_of_http_sessions_from_a_fake_health_costs_seconds_not_minutes() {
+    require_root("the_caps_worth_of_http_sessions_from_a_fake_health_costs_seconds_not_minutes");
+    // About as many 16-character ids as /health's 1 MiB allows.
+    let flood = r#"import http from 'node:http';
+const port = Number(process.argv[process.argv.indexOf('-p') + 1]);
+const ids = Array.from({ length: 55000 }, (_, i) => 'h' + i.toString(16).padStart(15, '0'));
+const body = JSON.stringify({ status: 'ok', mode: 'http', connections: ids.length, sessions: ids });
+http.createServer((q, r) => { r.writeHead(200, { 'content-type': 'application/json' }); r.end(body); })
+  .listen(port, '127.0.0.1');
+"#;
+    let evil = Nobody::new();
+    let port = debugtop_e2e::mcp::free_port();
+    let server = evil.fake_server(flood, port, &evil.path("logs/server.log"));
+    debugtop_e2e::procs::wait_for(std::time::Duration::from_secs(20), || {
+        debugtop_e2e::mcp::listening_ports(server.pid)
+            .contains(&port)
+            .then_some(())
+    })
+    .expect("the fake /health listens");
+    let started = std::time::Instant::now();
+    let out = run(&["snapshot"]);
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = v["http_sessions"].as_array().map_or(0, Vec::len);
+    eprintln!("redacted snapshot of {n} HTTP sessions: {took:?}");
+    assert_eq!(n, 55_000, "every id /health listed");
+    let json = String::from_utf8_lossy(&out.stdout);
+    assert!(!json.contains("h000000000000fff"), "ids shortened");
+    // A deadline far above what linear work takes here, far below the minutes of quadratic.
+    assert!(took < std::time::Duration::from_secs(120), "{took:?}");
+}
+
+#[test]
+fn hard_links_of_one_big_log_are_read_once_within_a_budget() {
+    require_root("hard_links_of_one_big_log_are_read_once_within_a_budget");
+    let _logs = nobodys_logs();
+    let evil = Nobody::new();
+    let mut servers = Vec::new();
+    for s in 0..3 {
+        let log = evil.path(&format!("s{s}/server.log"));
+        evil.write(&format!("s{s}/.keep"), b"");
+        servers.push(evil.fake_server(IDLE, debugtop_e2e::mcp::free_port(), &log));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // One 4 MB file of session lines, dated after the servers started…
+    let mut big = String::new();
+    let mut i = 0u64;
+    while big.len() < 4 << 20 {
+        big.push_str(&log_line(&format!(
+            "[SessionManager] Created new session: n{i} (ID: {i:08x}-aaaa-4bbb-8ccc-dddddddddddd), state: created"
+        )));
+        i += 1;
+    }
+    let first = evil.write("big.log", big.as_bytes());
+    // …under thirty names: each server's --log-file and its nine rotated siblings.
+    for s in 0..3 {
+        for name in std::iter::once("server.log".to_owned())
+            .chain((1..=9).map(|n| format!("server{n}.log")))
+        {
+            std::fs::hard_link(&first, evil.path(&format!("s{s}/{name}"))).unwrap();
+        }
+    }
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "peak %M KiB"])
+        .arg(cli_path())
+        .arg("snapshot")
+        .output()
+        .expect("/usr/bin/time (Debian's time package)");
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let peak_kib: u64 = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("peak ")?.strip_suffix(" KiB")?.parse().ok())
+        .unwrap_or_else(|| panic!("no peak in {err}"));
+    let json_bytes = out.stdout.len();
+    eprintln!(
+        "{i} session lines under 30 names: peak {} MiB, {} KiB of JSON",
+        peak_kib >> 10,
+        json_bytes >> 10
+    );
+    // Was 665 MB and 15 MB. What is left is bounded by the caps, not by the file: one file of
+    // 4 MiB a tick, 2,048 records a server, the timeline's 10,000 events.
+    assert!(peak_kib < 200 << 10, "peak {peak_kib} KiB");
+    assert!(json_bytes < 10 << 20, "{json_bytes} bytes of JSON");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sources = v["sources"].to_string();
+    assert!(
+        sources.contains("the same file as one already read this tick"),
+        "the status says so: {sources}"
+    );
+    drop(servers);
+}
+
+#[test]
+fn terminal_controls_from_another_users_argv_are_escaped_in_json() {
+    require_root("terminal_controls_from_another_users_argv_are_escaped_in_json");
+    let evil = Nobody::new();
+    let _w = evil.orphaned_worker(
+        std::process::id(),
+        "ctl-sess-1",
+        &["a\u{202e}gnp.exe\u{9b}31m\u{2066}b"],
+    );
+    let out = run(&["snapshot"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert!(json.contains("ctl-sess-1"));
+    for c in ['\u{202e}', '\u{9b}', '\u{2066}'] {
+        assert!(!json.contains(c), "{:?} raw in the JSON", c);
+    }
+    assert!(json.contains("\\u202e") && json.contains("\\u009b"), "escaped instead");
+    // The same JSON to a parser.
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert!(v.to_string().contains('\u{202e}'));
+}
+
+#[test]
+fn another_users_argv_cannot_make_root_ask_a_port_it_does_not_listen_on() {
+    require_root("another_users_argv_cannot_make_root_ask_a_port_it_does_not_listen_on");
+    // A port of root's (its listener counts who comes).
+    let victim = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    victim.set_nonblocking(true).unwrap();
+    let port = victim.local_addr().unwrap().port();
+    let evil = Nobody::new();
+    let _server = evil.fake_server(IDLE, port, &evil.path("logs/server.log"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = run(&["snapshot"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        matches!(victim.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "root's debugtop connected to port {port}, named only by another user's argv"
+    );
+    // Near miss: root's own look-alike naming the same port is asked there.
+    let root = tempfile::tempdir().unwrap();
+    let cli = root
+        .path()
+        .join("node_modules/@debugmcp/mcp-debugger/dist/cli.mjs");
+    std::fs::create_dir_all(cli.parent().unwrap()).unwrap();
+    std::fs::write(&cli, IDLE).unwrap();
+    let _own = Spawned::spawn(
+        Command::new("node")
+            .arg(&cli)
+            .args(["http", "-p", &port.to_string()]),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let out = run(&["snapshot"]);
+    assert!(out.status.success(), "{}", text(&out));
+    victim.set_nonblocking(false).unwrap();
+    let asked = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = asked.0.send(victim.accept().is_ok());
+    });
+    assert_eq!(
+        asked.1.recv_timeout(std::time::Duration::from_secs(5)),
+        Ok(true),
+        "root's own server is asked on its argv's port"
+    );
 }
