@@ -426,7 +426,12 @@ pub async fn export_snapshot(
             snap = export::prepare(&snap, redact, home.as_deref());
         }
         let text = export::render(&snap, format)?;
-        export::write_atomic(&path, text.as_bytes()).map_err(|source| AppError::File {
+        debugtop_core::safe_fs::write_atomic(
+            &path,
+            text.as_bytes(),
+            debugtop_core::safe_fs::Visibility::Private,
+        )
+        .map_err(|source| AppError::File {
             what: "write",
             path: path.display().to_string(),
             source,

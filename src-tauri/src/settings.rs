@@ -122,7 +122,11 @@ impl Settings {
             std::fs::create_dir_all(dir)?;
         }
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        debugtop_core::actions::export::write_atomic(path, text.as_bytes())
+        debugtop_core::safe_fs::write_atomic(
+            path,
+            text.as_bytes(),
+            debugtop_core::safe_fs::Visibility::Private,
+        )
     }
 }
 

@@ -725,6 +725,7 @@ fn the_cli_and_the_app_audit_and_plan_alike_on_the_same_world() {
             update: Arc::new(update),
             live: Arc::new(state.live().clone()),
             raw: state.raw_snapshot(),
+            took: std::time::Duration::from_millis(1),
         }));
     for f in &cli.result.findings {
         let request = kill::KillRequest::Finding { id: f.id.clone() };

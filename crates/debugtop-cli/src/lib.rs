@@ -58,21 +58,35 @@ pub enum Command {
     /// go to stderr, one line each; the stream goes on. With --json the first line is the
     /// hello line (`{"hello": …}`), then one `Update` per line: the stream remote targets read.
     Watch {
-        /// Tick interval in milliseconds.
-        #[arg(long, default_value_t = 1000)]
-        interval: u64,
-        /// Also ask this server's /health; repeatable.
-        #[arg(long = "server", value_name = "URL")]
-        servers: Vec<String>,
+        /// What the monitor looks at and how it judges.
+        #[command(flatten)]
+        monitor: MonitorArgs,
         /// NDJSON: each line is one update (snapshot and the log events of that tick).
         #[arg(long)]
         json: bool,
         /// Stop after this many updates (default: run until interrupted).
         #[arg(long)]
         count: Option<u64>,
-        /// Seconds after which a stalled session is a stuck session (as for `audit`).
-        #[arg(long, default_value_t = 10.0, value_name = "SECS")]
-        stuck_after: f64,
+        /// Also write the verdicts as Prometheus series to this file every tick, for
+        /// node_exporter's textfile collector (written atomically, readable by everyone).
+        #[arg(long, value_name = "PATH")]
+        textfile: Option<PathBuf>,
+    },
+    /// Serve the verdicts to Prometheus: `/metrics` (the text format, OpenMetrics when the
+    /// scraper asks), `/api/findings` (the findings as JSON, redacted, with the command that
+    /// fixes each) and `/healthz`, from one monitor stepped every interval (a scrape reads its
+    /// latest look, never waits for one). Loopback unless --listen names another address;
+    /// nothing served changes the machine.
+    Serve {
+        /// Where to listen.
+        #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        /// What the monitor looks at and how it judges.
+        #[command(flatten)]
+        monitor: MonitorArgs,
+        /// Also write the series to this file every tick (node_exporter's textfile collector).
+        #[arg(long, value_name = "PATH")]
+        textfile: Option<PathBuf>,
     },
     /// Run the liveness audit: exit 0 when clean, 1 with findings, 2 when it could not audit.
     Audit {
@@ -82,6 +96,11 @@ pub enum Command {
         /// JSON instead of a readable report.
         #[arg(long)]
         json: bool,
+        /// Also write the verdicts as Prometheus series to this file (node_exporter's textfile
+        /// collector; windows_exporter's on Windows): written atomically, readable by everyone,
+        /// ending with a newline. The exit code is the audit's.
+        #[arg(long, value_name = "PATH", conflicts_with = "targets")]
+        textfile: Option<PathBuf>,
         /// Audit these targets (repeatable; `local` is this machine) and exit with the worst
         /// status: ssh:[user@]host[:port], docker:CONTAINER, kubectl:[-n NS] POD [-c C],
         /// cmd:COMMAND (each runs debugtop-cli on the far side; `--cli PATH` after the target
@@ -135,6 +154,54 @@ pub enum Command {
         #[arg(long, value_delimiter = ',', value_name = "IDS")]
         only: Option<Vec<ProcId>>,
     },
+}
+
+/// Where `serve` listens unless told: loopback only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9847";
+
+/// What a monitor (`watch`, `serve`) looks at and how it judges: the same flags, the same
+/// meaning, as `audit`'s.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MonitorArgs {
+    /// Tick interval in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub interval: u64,
+    /// Also ask this server's /health; repeatable.
+    #[arg(long = "server", value_name = "URL")]
+    pub servers: Vec<String>,
+    /// Seconds a condition must hold before it is a finding (as for `audit`).
+    #[arg(long, default_value_t = 6.0, value_name = "SECS")]
+    pub grace: f64,
+    /// Seconds after which a stalled session is a stuck session (as for `audit`).
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub stuck_after: f64,
+}
+
+impl Default for MonitorArgs {
+    fn default() -> Self {
+        Self {
+            interval: 1000,
+            servers: Vec::new(),
+            grace: 6.0,
+            stuck_after: 10.0,
+        }
+    }
+}
+
+/// The monitor's configuration from the flags.
+pub fn monitor_config(args: &MonitorArgs) -> debugtop_core::sampler::Config {
+    let mut config = debugtop_core::sampler::Config {
+        interval: std::time::Duration::from_millis(args.interval),
+        ..debugtop_core::sampler::Config::default()
+    };
+    config.state.verdicts.grace = audit_config(&AuditArgs {
+        grace: args.grace,
+        ..AuditArgs::default()
+    })
+    .grace;
+    config.state.verdicts.stuck = config.state.verdicts.stuck.after(args.stuck_after);
+    config.sources.extra_servers = args.servers.clone();
+    config
 }
 
 /// What an audit looks at.

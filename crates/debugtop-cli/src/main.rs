@@ -15,22 +15,24 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
-use debugtop_cli::{audit_config, AuditArgs, Cli, Command, Format};
+use debugtop_cli::{audit_config, monitor_config, AuditArgs, Cli, Command, Format};
 use debugtop_core::actions::{audit, export, kill};
 use debugtop_core::model::{
     KillAnswer, KillPlan, KillReport, LiveTable, ProcId, Refusal, SourceState, Target, TreeNode,
     Update,
 };
+use debugtop_core::safe_fs::Visibility;
 use debugtop_core::sampler::{self, Config, Engine};
 use debugtop_core::sources::Sources;
 
 mod fleet;
+mod serve;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // A one-shot command runs on one thread (no worker threads to start for a few
     // milliseconds of work; blocking reads still go to the blocking pool); `watch` keeps two.
-    let mut builder = if matches!(cli.command, Command::Watch { .. }) {
+    let mut builder = if matches!(cli.command, Command::Watch { .. } | Command::Serve { .. }) {
         let mut b = tokio::runtime::Builder::new_multi_thread();
         b.worker_threads(2);
         b
@@ -80,24 +82,37 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ..
         } => snapshot(servers, format, out, no_redact).await,
         Command::Watch {
-            interval,
-            servers,
+            monitor,
             json,
             count,
-            stuck_after,
+            textfile,
         } => {
             if json && !cli.hello {
                 say(&debugtop_core::targets::hello_line())?;
             }
-            watch(interval, servers, json, count, stuck_after).await
+            watch(&monitor, json, count, textfile).await
         }
+        Command::Serve {
+            listen,
+            monitor,
+            textfile,
+        } => serve::serve(listen, monitor_config(&monitor), textfile).await,
         Command::Audit {
             args,
             json,
             targets,
+            ..
         } if !targets.is_empty() => fleet::audit(&args, &targets, json).await,
-        Command::Audit { args, json, .. } => {
+        Command::Audit {
+            args,
+            json,
+            textfile,
+            ..
+        } => {
             let run = audit_now(&args).await?;
+            if let Some(path) = textfile {
+                serve::write_textfile(&path, &run.snapshot, run.took, false)?;
+            }
             let text = if json {
                 printable::json(&run.result, true)? + "\n"
             } else {
@@ -179,8 +194,10 @@ async fn snapshot(
 /// Writes `text` to `out` (atomically; `-` is stdout) or stdout.
 fn write_out(out: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
     match out.filter(|p| p.as_os_str() != "-") {
-        Some(path) => export::write_atomic(path, text.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display())),
+        Some(path) => {
+            debugtop_core::safe_fs::write_atomic(path, text.as_bytes(), Visibility::Private)
+                .with_context(|| format!("cannot write {}", path.display()))
+        }
         None => std::io::stdout()
             .lock()
             .write_all(text.as_bytes())
@@ -216,19 +233,13 @@ async fn take_snapshot(
 }
 
 async fn watch(
-    interval: u64,
-    servers: Vec<String>,
+    monitor: &debugtop_cli::MonitorArgs,
     json: bool,
     count: Option<u64>,
-    stuck_after: f64,
+    textfile: Option<std::path::PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let mut config = Config {
-        interval: Duration::from_millis(interval),
-        ..Config::default()
-    };
-    config.state.verdicts.stuck = config.state.verdicts.stuck.after(stuck_after);
-    config.sources.extra_servers = servers;
-    let mut running = sampler::spawn(config).context("cannot start the sampler")?;
+    let mut running =
+        sampler::spawn(monitor_config(monitor)).context("cannot start the sampler")?;
     let mut seen = 0u64;
     loop {
         tokio::select! {
@@ -250,6 +261,14 @@ async fn watch(
         let Some(p) = running.updates.borrow_and_update().clone() else {
             continue;
         };
+        if let Some(path) = &textfile {
+            if let Err(e) = serve::write_textfile(path, &p.update.snapshot, p.took, false) {
+                eprintln!(
+                    "debugtop-cli: {} (the stream goes on)",
+                    one_line(&format!("{e:#}"))
+                );
+            }
+        }
         let line = if json {
             printable::json(&*p.update, false).context("cannot serialise an update")?
         } else {

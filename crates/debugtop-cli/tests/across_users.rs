@@ -222,7 +222,9 @@ const IDLE: &str = "setInterval(() => {}, 1 << 30);\n";
 static NOBODYS_LOGS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn nobodys_logs() -> std::sync::MutexGuard<'static, ()> {
-    NOBODYS_LOGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    NOBODYS_LOGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Root's `snapshot` (redacted JSON) and the same as Markdown.
@@ -313,9 +315,15 @@ fn every_secret_form_on_a_command_line_is_hidden_in_every_field() {
     let evil = Nobody::new();
     let _w = evil.orphaned_worker(std::process::id(), "forms-sess-1", &args);
     let (json, md) = snapshots();
-    assert!(json.contains("forms-sess-1"), "the worker is in the snapshot");
+    assert!(
+        json.contains("forms-sess-1"),
+        "the worker is in the snapshot"
+    );
     for out in [&json, &md] {
-        let leaked: Vec<&str> = out.match_indices("ZqF").map(|(i, _)| &out[i..i + 5]).collect();
+        let leaked: Vec<&str> = out
+            .match_indices("ZqF")
+            .map(|(i, _)| &out[i..i + 5])
+            .collect();
         assert!(leaked.is_empty(), "{leaked:?} in\n{out}");
     }
 }
@@ -332,8 +340,11 @@ fn a_file_another_users_process_names_through_dot_dots_is_never_read() {
         r#"{"name":"zq-roots-private-package","version":"9.9.9"}"#,
     )
     .unwrap();
-    std::fs::set_permissions(&app.join("package.json"), std::fs::Permissions::from_mode(0o600))
-        .unwrap();
+    std::fs::set_permissions(
+        app.join("package.json"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
     std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let evil = Nobody::new();
     evil.write("x/mcp-debugger/keep", b"");
@@ -358,7 +369,10 @@ fn a_file_another_users_process_names_through_dot_dots_is_never_read() {
     assert!(!shown.contains("9.9.9"), "{shown}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let versions = v["environment"]["servers"].to_string();
-    assert!(versions.contains("0.24.2"), "nobody's own package read: {versions}");
+    assert!(
+        versions.contains("0.24.2"),
+        "nobody's own package read: {versions}"
+    );
 }
 
 #[test]
@@ -381,7 +395,10 @@ fn a_device_another_user_names_as_a_log_is_never_opened() {
     assert!(out.status.success(), "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let logs = v["sources"].to_string();
-    assert!(logs.contains("not a regular file (a device)"), "said why: {logs}");
+    assert!(
+        logs.contains("not a regular file (a device)"),
+        "said why: {logs}"
+    );
     let calls = std::fs::read_to_string(trace.path()).unwrap();
     let opened: Vec<&str> = calls
         .lines()
@@ -505,7 +522,10 @@ fn terminal_controls_from_another_users_argv_are_escaped_in_json() {
     for c in ['\u{202e}', '\u{9b}', '\u{2066}'] {
         assert!(!json.contains(c), "{:?} raw in the JSON", c);
     }
-    assert!(json.contains("\\u202e") && json.contains("\\u009b"), "escaped instead");
+    assert!(
+        json.contains("\\u202e") && json.contains("\\u009b"),
+        "escaped instead"
+    );
     // The same JSON to a parser.
     let v: Value = serde_json::from_str(&json).unwrap();
     assert!(v.to_string().contains('\u{202e}'));
@@ -534,11 +554,12 @@ fn another_users_argv_cannot_make_root_ask_a_port_it_does_not_listen_on() {
         .join("node_modules/@debugmcp/mcp-debugger/dist/cli.mjs");
     std::fs::create_dir_all(cli.parent().unwrap()).unwrap();
     std::fs::write(&cli, IDLE).unwrap();
-    let _own = Spawned::spawn(
-        Command::new("node")
-            .arg(&cli)
-            .args(["http", "-p", &port.to_string()]),
-    );
+    let _own =
+        Spawned::spawn(
+            Command::new("node")
+                .arg(&cli)
+                .args(["http", "-p", &port.to_string()]),
+        );
     std::thread::sleep(std::time::Duration::from_millis(300));
     let out = run(&["snapshot"]);
     assert!(out.status.success(), "{}", text(&out));

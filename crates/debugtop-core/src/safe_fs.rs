@@ -496,6 +496,167 @@ mod windows {
     }
 }
 
+/// Who may read a file debugtop writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// Its user alone (0600): an export, settings — what may name processes and paths.
+    Private,
+    /// Everyone (0644): metrics for node_exporter's textfile collector, which runs as its own
+    /// user; they hold counts of fixed names, nothing of the machine's processes or paths.
+    Readable,
+}
+
+impl Visibility {
+    #[cfg(unix)]
+    fn mode(self) -> u32 {
+        match self {
+            Self::Private => 0o600,
+            Self::Readable => 0o644,
+        }
+    }
+}
+
+/// Writes `contents` to `path` atomically: a new temporary file in the same folder, then a
+/// rename, so a reader never sees half a snapshot (or a scrape half a textfile). Safe in a folder others can write to (root
+/// exporting into `/tmp`): the temporary file is created `O_EXCL | O_NOFOLLOW`, mode 0600, so
+/// a planted link or file under its name is never followed or reused (another name is tried);
+/// its mode is `visibility`'s, set at creation (nothing can open it in between);
+/// a symbolic link at `path` is replaced, never followed; and a device, FIFO or socket at
+/// `path` is refused, never replaced (`--out /dev/null` must not turn the machine's
+/// `/dev/null` into a file).
+#[cfg(unix)]
+pub fn write_atomic(path: &Path, contents: &[u8], visibility: Visibility) -> std::io::Result<()> {
+    write_atomic_named(path, contents, visibility, temporary_name)
+}
+
+/// [`write_atomic`] with the temporary file's names from `names` (a test plants a link at
+/// exactly the name that will be tried).
+#[cfg(unix)]
+fn write_atomic_named(
+    path: &Path,
+    contents: &[u8],
+    visibility: Visibility,
+    names: impl Fn(&str, u32) -> String,
+) -> std::io::Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    let dir = rustix::fs::open(dir, DIR_FLAGS, Mode::empty())?;
+    refuse_special(&dir, name)?;
+    let (tmp, file) = create_temporary(&dir, &name.to_string_lossy(), visibility, names)?;
+    let result = (|| {
+        let mut f = File::from(file);
+        std::io::Write::write_all(&mut f, contents)?;
+        f.sync_all()?;
+        refuse_special(&dir, name)?;
+        rustix::fs::renameat(&dir, &tmp, &dir, name)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
+    }
+    result
+}
+
+/// An error when `name` in `dir` is something other than a regular file or a symbolic link
+/// (which a rename replaces without following).
+#[cfg(unix)]
+fn refuse_special(dir: &rustix::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, FileType};
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile | FileType::Symlink => Ok(()),
+            FileType::Directory => Err(std::io::Error::other("it is a folder")),
+            _ => Err(std::io::Error::other(
+                "it is not a regular file (a device, FIFO or socket): not replaced — use \
+                 --out - to write to standard output",
+            )),
+        },
+        Err(rustix::io::Errno::NOENT) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The temporary file's name for `name` at `attempt`: `.NAME.<pid>.<nanoseconds><attempt>.tmp`.
+#[cfg(unix)]
+fn temporary_name(name: &str, attempt: u32) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(".{name}.{}.{nanos:x}{attempt}.tmp", std::process::id())
+}
+
+/// A new file in `dir` named by `names`, created exclusively (never an existing file or
+/// link), with `visibility`'s mode.
+#[cfg(unix)]
+fn create_temporary(
+    dir: &rustix::fd::OwnedFd,
+    name: &str,
+    visibility: Visibility,
+    names: impl Fn(&str, u32) -> String,
+) -> std::io::Result<(String, rustix::fd::OwnedFd)> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    // The umask must not narrow a readable textfile: the mode is set on the open descriptor.
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let tmp = names(name, attempt);
+        match rustix::fs::openat(dir, &tmp, flags, Mode::from_raw_mode(visibility.mode())) {
+            Ok(fd) => {
+                rustix::fs::fchmod(&fd, Mode::from_raw_mode(visibility.mode()))?;
+                return Ok((tmp, fd));
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.map_or_else(|| std::io::Error::other("no temporary file"), Into::into))
+}
+
+/// The folder a file is written in (`.` for a bare name) and the file's name.
+fn folder_and_name(path: &Path) -> std::io::Result<(&Path, &std::ffi::OsStr)> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
+    Ok((dir, name))
+}
+
+/// Windows: the same steps with what Windows has — a temporary file created new (`CREATE_NEW`
+/// never opens an existing file or link), written, flushed, then renamed over `path`
+/// (`MoveFileEx` replaces a link at `path`, never its target); a folder at `path` is refused.
+#[cfg(windows)]
+pub fn write_atomic(path: &Path, contents: &[u8], _visibility: Visibility) -> std::io::Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    let name = name.to_string_lossy().into_owned();
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other("it is a folder"));
+    }
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let tmp = dir.join(format!(".{name}.{}.{attempt}.tmp", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(mut f) => {
+                let result = std::io::Write::write_all(&mut f, contents)
+                    .and_then(|()| f.sync_all())
+                    .and_then(|()| {
+                        drop(f);
+                        std::fs::rename(&tmp, path)
+                    });
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                return result;
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary file")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,5 +806,105 @@ mod tests {
             list_dir_as(&d.path().join("run-link"), Owner::Is(mine), 100),
             Err(Refused::Link)
         ));
+    }
+    #[test]
+    fn atomic_write_replaces_whole_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.json");
+        write_atomic(&p, b"first", Visibility::Private).unwrap();
+        write_atomic(&p, b"second", Visibility::Private).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"second");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["s.json"], "no temporary file left behind");
+        assert!(write_atomic(
+            Path::new("/nonexistent/dir/s.json"),
+            b"x",
+            Visibility::Private
+        )
+        .is_err());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "exports are the user's alone");
+    }
+
+    #[test]
+    fn regression_a_planted_link_is_replaced_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        // A link at the target itself, and at exactly the name the first attempt will use:
+        // the exclusive, no-follow create must refuse it and take the next name.
+        let first = |name: &str, attempt: u32| format!(".{name}.planted{attempt}.tmp");
+        std::os::unix::fs::symlink(&victim, dir.path().join(first("r.json", 0))).unwrap();
+        let target = dir.path().join("r.json");
+        std::os::unix::fs::symlink(&victim, &target).unwrap();
+        write_atomic_named(&target, b"report", Visibility::Private, first).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        let meta = std::fs::symlink_metadata(&target).unwrap();
+        assert!(
+            meta.file_type().is_file(),
+            "the link was replaced by the file"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"report");
+        // A plain file planted at the name is never reused either.
+        std::fs::write(dir.path().join(first("s.json", 0)), b"theirs").unwrap();
+        write_atomic_named(
+            &dir.path().join("s.json"),
+            b"mine",
+            Visibility::Private,
+            first,
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join(first("s.json", 0))).unwrap(),
+            b"theirs"
+        );
+        assert_eq!(std::fs::read(dir.path().join("s.json")).unwrap(), b"mine");
+    }
+
+    #[test]
+    fn a_textfile_is_readable_by_everyone_and_an_export_by_its_user_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let prom = dir.path().join("debugtop.prom");
+        write_atomic(&prom, b"x 1\n", Visibility::Readable).unwrap();
+        let mode = std::fs::metadata(&prom).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+
+    #[test]
+    fn regression_a_fifo_or_device_at_the_target_is_never_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = write_atomic(&fifo, b"x", Visibility::Private)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        // A socket too (a device node needs root to make: the CLI's test makes one).
+        let sock = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert!(write_atomic(&sock, b"x", Visibility::Private).is_err());
+        assert!(std::fs::symlink_metadata(&sock)
+            .unwrap()
+            .file_type()
+            .is_socket());
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 2, "no temporary file left behind");
     }
 }

@@ -50,6 +50,8 @@ pub struct Published {
     pub live: Arc<LiveTable>,
     /// The snapshot before redaction, for an export (`actions::export::prepare`).
     pub raw: Arc<crate::model::Snapshot>,
+    /// How long the tick took: the sources' look and the step.
+    pub took: Duration,
 }
 
 /// Sources and state, driven one tick at a time.
@@ -94,11 +96,12 @@ impl Engine {
         self.sources.exit_signal()
     }
 
-    fn published(&self, update: Update) -> Published {
+    fn published(&self, update: Update, took: Duration) -> Published {
         Published {
             update: Arc::new(update),
             live: Arc::new(self.state.live().clone()),
             raw: self.state.raw_snapshot(),
+            took,
         }
     }
 }
@@ -153,7 +156,7 @@ pub fn spawn(config: Config) -> Result<Running> {
             match engine.tick().await {
                 Ok(u) => {
                     // `send_replace` never waits for readers: a slow consumer just misses ticks.
-                    tx.send_replace(Some(engine.published(u)));
+                    tx.send_replace(Some(engine.published(u, last.elapsed())));
                     etx.send_replace(None);
                 }
                 Err(e) => {

@@ -105,6 +105,10 @@ pub struct AuditRun {
     pub findings: Vec<std::sync::Arc<Finding>>,
     /// The live processes of the last sample.
     pub live: LiveTable,
+    /// The last sample's snapshot (its findings are `findings`), as published.
+    pub snapshot: std::sync::Arc<crate::model::Snapshot>,
+    /// How long the last sample took.
+    pub took: Duration,
 }
 
 /// Runs the audit over `sources`: two samples, then more while a condition is waiting for
@@ -130,17 +134,20 @@ pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<A
             };
             tokio::time::sleep(spacing).await;
         }
-        last = Some(state.step(sources.observe().await?));
+        let look = std::time::Instant::now();
+        last = Some((state.step(sources.observe().await?), look.elapsed()));
         i += 1;
     }
-    let update = last.ok_or(crate::Error::SystemInfo {
+    let (update, took) = last.ok_or(crate::Error::SystemInfo {
         what: "a sample",
         detail: "the audit took none".into(),
     })?;
     Ok(AuditRun {
         result: audit_result(&update.snapshot),
-        findings: update.snapshot.findings,
+        findings: update.snapshot.findings.clone(),
         live: state.live().clone(),
+        snapshot: std::sync::Arc::new(update.snapshot),
+        took,
     })
 }
 

@@ -7,7 +7,7 @@
 //! refused in words. Versions are read from files (capped), never by running a program another
 //! process names.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -249,125 +249,6 @@ pub fn import_file(path: &Path) -> Result<Snapshot> {
         .read_to_string(&mut text)
         .map_err(io)?;
     import(&text)
-}
-
-/// Writes `contents` to `path` atomically: a new temporary file in the same folder, then a
-/// rename, so a reader never sees half a snapshot. Safe in a folder others can write to (root
-/// exporting into `/tmp`): the temporary file is created `O_EXCL | O_NOFOLLOW`, mode 0600, so
-/// a planted link or file under its name is never followed or reused (another name is tried);
-/// a symbolic link at `path` is replaced, never followed; and a device, FIFO or socket at
-/// `path` is refused, never replaced (`--out /dev/null` must not turn the machine's
-/// `/dev/null` into a file).
-#[cfg(unix)]
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use rustix::fs::Mode;
-    let (dir, name) = folder_and_name(path)?;
-    let dir = rustix::fs::open(dir, crate::safe_fs::DIR_FLAGS, Mode::empty())?;
-    refuse_special(&dir, name)?;
-    let (tmp, file) = create_temporary(&dir, &name.to_string_lossy())?;
-    let result = (|| {
-        let mut f = std::fs::File::from(file);
-        f.write_all(contents)?;
-        f.sync_all()?;
-        refuse_special(&dir, name)?;
-        rustix::fs::renameat(&dir, &tmp, &dir, name)?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = rustix::fs::unlinkat(&dir, &tmp, rustix::fs::AtFlags::empty());
-    }
-    result
-}
-
-/// An error when `name` in `dir` is something other than a regular file or a symbolic link
-/// (which a rename replaces without following).
-#[cfg(unix)]
-fn refuse_special(dir: &rustix::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<()> {
-    use rustix::fs::{AtFlags, FileType};
-    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile | FileType::Symlink => Ok(()),
-            FileType::Directory => Err(std::io::Error::other("it is a folder")),
-            _ => Err(std::io::Error::other(
-                "it is not a regular file (a device, FIFO or socket): not replaced — use \
-                 --out - to write to standard output",
-            )),
-        },
-        Err(rustix::io::Errno::NOENT) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// A new file `.NAME.<unique>.tmp` in `dir`, created exclusively (never an existing file or
-/// link), mode 0600.
-#[cfg(unix)]
-fn create_temporary(
-    dir: &rustix::fd::OwnedFd,
-    name: &str,
-) -> std::io::Result<(String, rustix::fd::OwnedFd)> {
-    use rustix::fs::{Mode, OFlags};
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let mut last = None;
-    for attempt in 0..16u32 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let tmp = format!(".{name}.{}.{nanos:x}{attempt}.tmp", std::process::id());
-        match rustix::fs::openat(dir, &tmp, flags, Mode::from_raw_mode(0o600)) {
-            Ok(fd) => return Ok((tmp, fd)),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.map_or_else(|| std::io::Error::other("no temporary file"), Into::into))
-}
-
-/// The folder a file is written in (`.` for a bare name) and the file's name.
-fn folder_and_name(path: &Path) -> std::io::Result<(&Path, &std::ffi::OsStr)> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::other("the path names no file"))?;
-    Ok((dir, name))
-}
-
-/// Windows: the same steps with what Windows has — a temporary file created new (`CREATE_NEW`
-/// never opens an existing file or link), written, flushed, then renamed over `path`
-/// (`MoveFileEx` replaces a link at `path`, never its target); a folder at `path` is refused.
-#[cfg(windows)]
-pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    let (dir, name) = folder_and_name(path)?;
-    let name = name.to_string_lossy().into_owned();
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-        return Err(std::io::Error::other("it is a folder"));
-    }
-    let mut last = None;
-    for attempt in 0..16u32 {
-        let tmp = dir.join(format!(".{name}.{}.{attempt}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-        {
-            Ok(mut f) => {
-                let result = f
-                    .write_all(contents)
-                    .and_then(|()| f.sync_all())
-                    .and_then(|()| {
-                        drop(f);
-                        std::fs::rename(&tmp, path)
-                    });
-                if result.is_err() {
-                    let _ = std::fs::remove_file(&tmp);
-                }
-                return result;
-            }
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary file")))
 }
 
 /// The JSON Schema of the snapshot document (checked in as `schema/debugtop.snapshot-1.schema.json`).
@@ -655,82 +536,6 @@ mod tests {
             s.debug_sessions[0].language,
             Some(crate::model::Language::Javascript)
         );
-    }
-
-    #[test]
-    fn atomic_write_replaces_whole_files_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.json");
-        write_atomic(&p, b"first").unwrap();
-        write_atomic(&p, b"second").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"second");
-        let names: Vec<String> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(names, ["s.json"], "no temporary file left behind");
-        assert!(write_atomic(Path::new("/nonexistent/dir/s.json"), b"x").is_err());
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o600, "exports are the user's alone");
-    }
-
-    #[test]
-    fn regression_a_planted_link_is_replaced_never_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, b"precious").unwrap();
-        // Links named for the temporary file's every likely name and at the target itself.
-        let old_name = format!(".r.json.{}.tmp", std::process::id());
-        std::os::unix::fs::symlink(&victim, dir.path().join(old_name)).unwrap();
-        for n in 0..64 {
-            let _ = std::os::unix::fs::symlink(
-                &victim,
-                dir.path()
-                    .join(format!(".r.json.{}.{n}.tmp", std::process::id())),
-            );
-        }
-        let target = dir.path().join("r.json");
-        std::os::unix::fs::symlink(&victim, &target).unwrap();
-        write_atomic(&target, b"report").unwrap();
-        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        let meta = std::fs::symlink_metadata(&target).unwrap();
-        assert!(
-            meta.file_type().is_file(),
-            "the link was replaced by the file"
-        );
-        assert_eq!(std::fs::read(&target).unwrap(), b"report");
-    }
-
-    #[test]
-    fn regression_a_fifo_or_device_at_the_target_is_never_replaced() {
-        use std::os::unix::fs::FileTypeExt;
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
-        let e = write_atomic(&fifo, b"x").unwrap_err().to_string();
-        assert!(e.contains("not a regular file"), "{e}");
-        assert!(std::fs::symlink_metadata(&fifo)
-            .unwrap()
-            .file_type()
-            .is_fifo());
-        // A socket too (a device node needs root to make: the CLI's test makes one).
-        let sock = dir.path().join("sock");
-        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        assert!(write_atomic(&sock, b"x").is_err());
-        assert!(std::fs::symlink_metadata(&sock)
-            .unwrap()
-            .file_type()
-            .is_socket());
-        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(left.len(), 2, "no temporary file left behind");
     }
 
     #[test]

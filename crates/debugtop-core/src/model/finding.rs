@@ -93,6 +93,43 @@ impl FindingKind {
         }
     }
 
+    /// Every severity a finding of this kind can have (most have one; a stopped server and a
+    /// session stuck past the server's own start timeout are critical).
+    pub fn severities(self) -> &'static [Severity] {
+        match self {
+            Self::Stopped | Self::StuckSession => &[Severity::Warning, Severity::Critical],
+            Self::OrphanedStdio
+            | Self::DuplicateServer
+            | Self::Spinning
+            | Self::Zombie
+            | Self::SessionWithoutWorker => &[Severity::Warning],
+            Self::LeakedWorker
+            | Self::OrphanedWorker
+            | Self::LeakedAdapter
+            | Self::LeakedDebuggee
+            | Self::OrphanedServer
+            | Self::OrphanedContainer
+            | Self::ServerUnresponsive => &[Severity::Critical],
+        }
+    }
+
+    /// Whether a finding of this kind is something left running that holds resources — what
+    /// killing its plan frees (a spinning or stopped process, a zombie or a session's state
+    /// are conditions of something, not leaks of it).
+    pub fn is_leak(self) -> bool {
+        matches!(
+            self,
+            Self::LeakedWorker
+                | Self::OrphanedWorker
+                | Self::LeakedAdapter
+                | Self::LeakedDebuggee
+                | Self::OrphanedServer
+                | Self::OrphanedStdio
+                | Self::OrphanedContainer
+                | Self::DuplicateServer
+        )
+    }
+
     /// Whether a finding of this kind is about a debug session itself, not a process (the
     /// window marks the session's row with it).
     pub fn about_session(self) -> bool {
@@ -193,6 +230,60 @@ pub struct FindingGroup {
     pub pids: u32,
     /// Whether killing fixes any of them (one bulk plan for those).
     pub killable: bool,
+}
+
+/// The schema tag of [`FindingsReport`].
+pub const FINDINGS_SCHEMA: &str = "debugtop.findings/1";
+
+/// The confirmed findings of one look as an exporter serves them beside its series
+/// (`/api/findings`): what the series cannot carry (ids, pids, evidence, the command that fixes
+/// each), redacted as an export is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FindingsReport {
+    /// `debugtop.findings/<major>`.
+    pub schema: String,
+    /// Host name.
+    pub host: String,
+    /// When the look was taken.
+    pub taken_at: DateTime<Utc>,
+    /// Whether secrets were redacted.
+    pub redacted: bool,
+    /// The findings, worst first, each with what to run.
+    pub findings: Vec<ReportedFinding>,
+}
+
+/// One finding and the command that fixes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReportedFinding {
+    /// The finding.
+    #[serde(flatten)]
+    pub finding: std::sync::Arc<Finding>,
+    /// `debugtop-cli kill <id>` on the host, when killing fixes it (else `suggested_action`).
+    pub fix: Option<String>,
+}
+
+impl FindingsReport {
+    /// The report of a (published) snapshot's confirmed findings.
+    pub fn of(s: &super::Snapshot) -> Self {
+        Self {
+            schema: FINDINGS_SCHEMA.to_owned(),
+            host: s.host.clone(),
+            taken_at: s.taken_at,
+            redacted: s.redacted,
+            findings: s
+                .findings
+                .iter()
+                .map(|f| ReportedFinding {
+                    fix: f
+                        .plan
+                        .as_ref()
+                        .filter(|p| !p.targets.is_empty())
+                        .map(|_| format!("debugtop-cli kill {}", f.id)),
+                    finding: std::sync::Arc::clone(f),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// "1,000" for 1000.

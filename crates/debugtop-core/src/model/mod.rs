@@ -31,7 +31,10 @@ pub use delta::{
     ViewMessage,
 };
 pub use facts::{from_log, ExitHow, Fact, FactSource, Subject, What};
-pub use finding::{group_findings, Finding, FindingGroup, FindingKind, Severity};
+pub use finding::{
+    group_findings, Finding, FindingGroup, FindingKind, FindingsReport, ReportedFinding, Severity,
+    FINDINGS_SCHEMA,
+};
 pub use health::{Health, HealthError, HttpSessionDetail};
 pub use ids::{parse_pid, session_id, short, FindingId, ProcId};
 pub use kill::{

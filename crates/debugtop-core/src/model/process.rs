@@ -24,6 +24,7 @@ use super::ids::ProcId;
     strum::Display,
     strum::IntoStaticStr,
     strum::EnumString,
+    strum::EnumIter,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
@@ -287,7 +288,7 @@ pub enum Language {
     Ruby,
     /// A language this build does not know (read from a log or an older snapshot).
     #[serde(other)]
-    #[strum(disabled)]
+    #[strum(to_string = "other")]
     Other,
 }
 

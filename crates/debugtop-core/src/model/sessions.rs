@@ -17,12 +17,15 @@ use super::progress::SessionProgress;
     PartialEq,
     Eq,
     Hash,
+    PartialOrd,
+    Ord,
     Serialize,
     Deserialize,
     TS,
     schemars::JsonSchema,
     strum::Display,
     strum::EnumString,
+    strum::EnumIter,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]
@@ -44,7 +47,7 @@ pub enum SessionState {
     Error,
     /// A state this build does not know.
     #[serde(other)]
-    #[strum(disabled)]
+    #[strum(to_string = "unknown")]
     Unknown,
 }
 

@@ -21,11 +21,14 @@ use super::tree::TreeNode;
     Copy,
     PartialEq,
     Eq,
+    PartialOrd,
+    Ord,
     Serialize,
     Deserialize,
     TS,
     schemars::JsonSchema,
     strum::Display,
+    strum::EnumIter,
 )]
 #[serde(rename_all = "kebab-case")]
 #[strum(serialize_all = "kebab-case")]

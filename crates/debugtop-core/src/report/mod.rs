@@ -1,4 +1,6 @@
-//! Reports: the snapshot as people read it outside the app (the Markdown incident report).
+//! Reports: the snapshot as people and other tools read it outside the app (the Markdown
+//! incident report, desktop notices, Prometheus series).
 
 pub mod markdown;
+pub mod metrics;
 pub mod notices;

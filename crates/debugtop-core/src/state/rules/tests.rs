@@ -352,6 +352,16 @@ fn session_without_worker_once_started_not_while_starting() {
         f[0].evidence
     );
     assert!(held(state("initializing")).is_empty());
+    // Regression: a state word this build does not know (any log can say one) was
+    // `SessionState::Unknown`, whose Display panicked ("fmt() called on disabled variant") as
+    // the finding's evidence was written — in a release build, an abort of the whole monitor.
+    let f = held(state("frobnicated"));
+    assert_eq!(kinds(&f), [FindingKind::SessionWithoutWorker]);
+    assert!(
+        f[0].evidence[0].contains("in state unknown"),
+        "{:?}",
+        f[0].evidence
+    );
 }
 
 #[test]
