@@ -277,3 +277,85 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
         "the host server is untouched"
     );
 }
+
+/// A real server in its own network namespace (a container with its own network, a pod): it
+/// listens, but on a loopback that is not debugtop's. Asking debugtop's own 127.0.0.1 reached
+/// nothing and made `server-unresponsive` — a false critical for every such server (every
+/// server on a node, seen from a pod). Its `/health` is not asked, and the health status says
+/// why; nothing is found about it at any tick past the grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regression_a_server_in_another_network_namespace_was_unresponsive_to_a_loopback_that_is_not_its_own(
+) {
+    let netns = Command::new("unshare")
+        .args(["--net", "--pid", "--fork", "--mount-proc", "true"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        netns,
+        "this test needs `unshare --net --pid --fork --mount-proc`: run it as root (as \
+         `make test` does on CI), or `cargo test -- --skip \
+         regression_a_server_in_another_network_namespace`"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = debugtop_e2e::mcp::free_port();
+    let script = "node \"$1\" http -p \"$2\" --log-file \"$3\" >/dev/null & echo $!; \
+                  while :; do wait; sleep 1; done";
+    let mut cmd = Command::new("unshare");
+    cmd.args([
+        "--net",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(package_dir().join("dist/cli.mjs"))
+    .arg(port.to_string())
+    .arg(dir.path().join("server.log"));
+    let mut unshare = Spawned::spawn(&mut cmd);
+    let _guard = TreeGuard::new(unshare.pid);
+    let _inner: u32 = unshare.read_line(Duration::from_secs(20)).parse().unwrap();
+    let server = wait_for(Duration::from_secs(20), || {
+        descendants(unshare.pid).into_iter().find_map(|(pid, _)| {
+            let argv = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let argv = String::from_utf8_lossy(&argv);
+            // Its own network namespace's table: a LISTEN row on its port.
+            let hex = format!(":{port:04X} ");
+            let listens = ["tcp", "tcp6"].iter().any(|t| {
+                std::fs::read_to_string(format!("/proc/{pid}/net/{t}"))
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| l.contains(&hex) && l.split_whitespace().nth(3) == Some("0A"))
+            });
+            (argv.starts_with("node\0") && argv.contains("cli.mjs") && listens).then_some(pid)
+        })
+    })
+    .expect("the server listens in its namespace");
+    let mut e = debugtop_e2e::engine(700);
+    let mut said = false;
+    let mut statuses = String::new();
+    // Twice the grace: a condition would be confirmed by then.
+    for tick in 0..30 {
+        let u = e.tick().await.unwrap();
+        let about: Vec<_> = u
+            .snapshot
+            .findings
+            .iter()
+            .filter(|f| f.pids.contains(&server) || f.server_pid == Some(server))
+            .map(|f| format!("{} {:?}", f.id, f.evidence))
+            .collect();
+        assert!(about.is_empty(), "tick {tick}: {about:#?}");
+        said |= u.snapshot.sources.iter().any(|s| {
+            s.server_pid == Some(server) && s.detail.contains("another network namespace")
+        });
+        statuses = format!("{:#?}", u.snapshot.sources);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert!(
+        said,
+        "the health status says why /health is not asked: {statuses}"
+    );
+}

@@ -266,6 +266,7 @@ impl ObservationBuilder {
                     listening: vec![3001],
                     base_url: Some("http://127.0.0.1:3001".into()),
                     port_confirmed: true,
+                    not_asked: None,
                 },
                 health: Some(HealthCheck {
                     url: "http://127.0.0.1:3001".into(),

@@ -97,6 +97,11 @@ pub struct Endpoints {
     pub base_url: Option<String>,
     /// Whether the argv port was confirmed by a listening socket.
     pub port_confirmed: bool,
+    /// Why `/health` is not asked though the server speaks HTTP (it listens in another network
+    /// namespace than debugtop's: its loopback is not debugtop's, and asking debugtop's own
+    /// would reach another process or nothing — an unanswered `/health` there is no verdict).
+    #[serde(default)]
+    pub not_asked: Option<String>,
 }
 
 /// One `/health` answer.

@@ -40,7 +40,37 @@ fn endpoints_on(server: &ServerInfo, listening: Vec<u16>, own: bool) -> Endpoint
         listening,
         base_url,
         port_confirmed,
+        not_asked: None,
     }
+}
+
+/// The network namespace a process lives in (`/proc/<pid>/ns/net`'s inode), when it can be
+/// read (another user's needs root).
+#[cfg(target_os = "linux")]
+fn network_namespace(pid: &str) -> Option<String> {
+    let link = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok()?;
+    Some(link.to_string_lossy().into_owned())
+}
+
+/// Why `/health` of the server `pid` cannot be asked from here: it listens in another network
+/// namespace than debugtop's (a container's, a pod's; debugtop in a pod, the host's).
+#[cfg(target_os = "linux")]
+pub fn elsewhere(pid: u32) -> Option<String> {
+    let theirs = network_namespace(&pid.to_string())?;
+    let ours = network_namespace("self")?;
+    (theirs != ours).then(|| {
+        format!(
+            "it listens in another network namespace ({theirs}) than debugtop ({ours}): its \
+             loopback is not debugtop's, so /health is not asked and verdicts rest on the \
+             process table and the logs"
+        )
+    })
+}
+
+/// Other systems: one network namespace.
+#[cfg(not(target_os = "linux"))]
+pub fn elsewhere(_pid: u32) -> Option<String> {
+    None
 }
 
 /// Whether a process of `uid` is debugtop's own user's (an unknown user counts only when
@@ -298,8 +328,20 @@ pub struct PortMemo {
 }
 
 impl PortMemo {
-    /// Where `server` (run by `uid`) listens, from the memo while it stands.
+    /// Where `server` (run by `uid`) listens, from the memo while it stands; no `/health` to ask
+    /// when it listens in another network namespace.
     pub fn endpoints(&mut self, server: &ServerInfo, uid: Option<u32>) -> Endpoints {
+        let mut e = self.endpoints_here(server, uid);
+        if e.base_url.is_some() {
+            if let Some(why) = elsewhere(server.pid) {
+                e.base_url = None;
+                e.not_asked = Some(why);
+            }
+        }
+        e
+    }
+
+    fn endpoints_here(&mut self, server: &ServerInfo, uid: Option<u32>) -> Endpoints {
         let own = own_user(uid);
         #[cfg(windows)]
         {

@@ -861,12 +861,17 @@ fn server_sources(pid: u32, seen: Option<&ServerObservation>, dropped: u64) -> V
             SourceState::Failed,
             e.to_string(),
         ),
-        None => SourceStatus::new(
-            SourceKind::Health,
-            Some(pid),
-            SourceState::Ok,
-            "not an HTTP server (or its port is unknown): no /health to ask".into(),
-        ),
+        None => match seen.and_then(|x| x.endpoints.not_asked.clone()) {
+            Some(why) => {
+                SourceStatus::new(SourceKind::Health, Some(pid), SourceState::Degraded, why)
+            }
+            None => SourceStatus::new(
+                SourceKind::Health,
+                Some(pid),
+                SourceState::Ok,
+                "not an HTTP server (or its port is unknown): no /health to ask".into(),
+            ),
+        },
     });
     if let Some(l) = seen.map(|x| &x.logs) {
         let detail = format!(
