@@ -292,3 +292,56 @@ pub fn kill_request(
             .map(|ids| KillRequest::Findings { ids }),
     }
 }
+
+#[cfg(test)]
+mod serve_tests {
+    use super::*;
+
+    #[test]
+    fn serve_listens_on_loopback_unless_an_address_is_named() {
+        let Command::Serve { listen, .. } = Cli::parse_from(["debugtop-cli", "serve"]).command
+        else {
+            panic!("serve");
+        };
+        assert!(listen.ip().is_loopback(), "{listen}");
+        assert_eq!(listen.port(), 9847);
+        let Command::Serve { listen, .. } =
+            Cli::parse_from(["debugtop-cli", "serve", "--listen", "0.0.0.0:9100"]).command
+        else {
+            panic!("serve");
+        };
+        assert!(listen.ip().is_unspecified(), "only when named");
+    }
+
+    #[test]
+    fn a_monitors_flags_reach_its_configuration() {
+        let Command::Watch { monitor, .. } = Cli::parse_from([
+            "debugtop-cli",
+            "watch",
+            "--grace",
+            "2.5",
+            "--stuck-after",
+            "20",
+            "--interval",
+            "500",
+            "--server",
+            "http://127.0.0.1:3001",
+        ])
+        .command
+        else {
+            panic!("watch");
+        };
+        let c = monitor_config(&monitor);
+        assert_eq!(c.interval, std::time::Duration::from_millis(500));
+        assert_eq!(
+            c.state.verdicts.grace,
+            std::time::Duration::from_millis(2500)
+        );
+        assert_eq!(c.sources.extra_servers, ["http://127.0.0.1:3001"]);
+        let default = monitor_config(&MonitorArgs::default());
+        assert_ne!(
+            format!("{:?}", c.state.verdicts.stuck),
+            format!("{:?}", default.state.verdicts.stuck)
+        );
+    }
+}

@@ -565,3 +565,157 @@ fn regression_a_watch_held_transparent_huge_pages_it_asked_for() {
         "the watch holds {huge_kb} kB of huge pages (RSS {rss_kb} kB)"
     );
 }
+
+/// One raw HTTP/1.1 exchange with `serve`: the status line, the head and the body.
+fn http(port: u16, request: &[u8]) -> (String, String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to serve");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(request).unwrap();
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let resp = String::from_utf8_lossy(&resp).into_owned();
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let status = head.lines().next().unwrap_or("").to_owned();
+    (status, head.to_owned(), body.to_owned())
+}
+
+fn get(port: u16, path: &str, accept: &str) -> (String, String, String) {
+    http(
+        port,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+}
+
+fn promtool_accepts(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut p = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package: scripts/deps.sh test)");
+    p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = p.wait_with_output().unwrap();
+    // promtool warns on stdout and still exits 0: any output is a failure here.
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success() && said.trim().is_empty())
+        .then_some(())
+        .ok_or(said)
+}
+
+#[test]
+fn serve_answers_metrics_findings_and_health_and_refuses_everything_else() {
+    let port = debugtop_e2e::mcp::free_port();
+    let serve = debugtop_e2e::Spawned::spawn(cli().args([
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--interval",
+        "300",
+    ]));
+    debugtop_e2e::wait_for(std::time::Duration::from_secs(30), || {
+        get(port, "/metrics", "*/*").0.contains("200").then_some(())
+    })
+    .expect("serve answers");
+    let (_, head, body) = get(port, "/metrics", "text/plain");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    promtool_accepts(&body).unwrap_or_else(|e| panic!("promtool: {e}\n{body}"));
+    assert!(body.contains("debugtop_findings{"), "{body}");
+    let (_, head, body) = get(
+        port,
+        "/metrics",
+        "application/openmetrics-text; version=1.0.0",
+    );
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let (status, _, body) = get(port, "/api/findings", "application/json");
+    assert!(status.contains("200"), "{status}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["schema"], "debugtop.findings/1");
+    assert_eq!(doc["redacted"], true);
+    assert!(get(port, "/healthz", "*/*").0.contains("200"));
+    // Nothing changes the machine; nothing else is there.
+    for (request, want) in [
+        (
+            &b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                [..],
+            "405",
+        ),
+        (
+            &b"DELETE /api/findings HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"[..],
+            "405",
+        ),
+        (
+            &b"GET /kill HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"[..],
+            "404",
+        ),
+        (
+            &b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"[..],
+            "404",
+        ),
+        (&b"\x00\x01\x02 not http at all\r\n\r\n"[..], "400"),
+    ] {
+        let (status, head, _) = http(port, request);
+        assert!(
+            status.contains(want),
+            "{:?}: {status}",
+            String::from_utf8_lossy(request)
+        );
+        if want == "405" {
+            assert!(
+                head.to_ascii_lowercase().contains("allow: get, head"),
+                "{head}"
+            );
+        }
+    }
+    // Still serving, never panicked.
+    assert!(get(port, "/healthz", "*/*").0.contains("200"));
+    let mut serve = serve;
+    assert!(
+        matches!(serve.child.try_wait(), Ok(None)),
+        "serve is still running"
+    );
+}
+
+#[test]
+fn audit_and_watch_write_the_same_series_for_a_textfile_collector() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("debugtop.prom");
+    let plain = cli().arg("audit").output().unwrap();
+    let with = cli()
+        .args(["audit", "--textfile"])
+        .arg(&prom)
+        .output()
+        .unwrap();
+    assert_eq!(
+        with.status.code(),
+        plain.status.code(),
+        "the audit's own exit code"
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(text.ends_with('\n'));
+    promtool_accepts(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+    let mode = std::fs::metadata(&prom).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "node_exporter runs as its own user");
+    std::fs::remove_file(&prom).unwrap();
+    let watch = cli()
+        .args(["watch", "--interval", "200", "--count", "3", "--textfile"])
+        .arg(&prom)
+        .output()
+        .unwrap();
+    assert!(
+        watch.status.success(),
+        "{}",
+        String::from_utf8_lossy(&watch.stderr)
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    promtool_accepts(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+    let names = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(names, 1, "no temporary file left beside it");
+}

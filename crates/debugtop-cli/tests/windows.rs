@@ -200,6 +200,41 @@ async fn the_seed_leak_on_windows_is_a_leaked_worker_terminated_by_its_finding_i
     .expect("the stand-in is a leaked worker");
     let (f, doc) = found;
     assert_eq!(f["session_id"], leaked.as_str());
+    // What windows_exporter's textfile collector reads, and an export, both written by the
+    // Windows build (a new file, then MoveFileEx over the name) and read back here.
+    let prom = wine.dir.path().join("textfile_inputs/debugtop.prom");
+    std::fs::create_dir_all(prom.parent().unwrap()).unwrap();
+    let (code, out, err) = wine.cli(&["audit", "--textfile", &win(&prom)]);
+    assert_eq!(code, 1, "the audit's own exit code: {out}{err}");
+    let text = std::fs::read_to_string(&prom).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert!(
+        text.ends_with('\n'),
+        "windows_exporter needs the final newline"
+    );
+    assert!(
+        text.contains("debugtop_findings{kind=\"leaked-worker\",severity=\"critical\"} 1"),
+        "{text}"
+    );
+    let check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&prom).unwrap())
+        .output()
+        .expect("promtool (Debian's prometheus)");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(prom.parent().unwrap()).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file left beside it");
+    let export = wine.dir.path().join("snap.json");
+    let (code, out, err) = wine.cli(&["snapshot", "--out", &win(&export)]);
+    assert_eq!(code, 0, "{out}{err}");
+    let snap: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert!(
+        snap.to_string().contains(&leaked),
+        "the export holds the leak's session"
+    );
     assert_eq!(
         findings(&doc).len(),
         1,
