@@ -95,7 +95,7 @@ test-ui: ui
 
 ## bench: the full benchmark (release build; a few minutes; see BENCHMARKS.md).
 bench: deps-test
-	$(CARGO) build --release -p debugtop-bench
+	$(CARGO) build --release -p debugtop-bench -p debugtop-cli
 	./target/release/debugtop-bench
 
 ## bench-window: what the window costs (release app under Xvfb): the demo, then 5,000 orphans;

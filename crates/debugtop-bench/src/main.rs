@@ -6,6 +6,7 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod exporter;
 mod phases;
 
 use std::io::Read;
@@ -21,7 +22,7 @@ use debugtop_core::sampler::{Config, Engine};
 
 #[derive(Debug, Parser)]
 #[command(about = "debugtop's benchmark (see BENCHMARKS.md)")]
-struct Args {
+pub(crate) struct Args {
     /// Process counts to measure at.
     #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
     n: Vec<usize>,
@@ -44,16 +45,23 @@ struct Args {
     /// A tiny, fast pass that proves the benchmark still works (used by `make test`).
     #[arg(long)]
     smoke: bool,
+    /// Only the exporter's cost: a scrape at incident scale, and `serve` against `watch` at
+    /// 1 Hz beside 2,000 processes.
+    #[arg(long)]
+    exporter_only: bool,
+    /// Seconds each of `serve` and `watch` runs in the CPU comparison.
+    #[arg(long, default_value_t = 60)]
+    exporter_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Stats {
+pub(crate) struct Stats {
     median: f64,
     min: f64,
     max: f64,
 }
 
-fn stats(mut v: Vec<f64>) -> Stats {
+pub(crate) fn stats(mut v: Vec<f64>) -> Stats {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len().max(1);
     Stats {
@@ -63,14 +71,14 @@ fn stats(mut v: Vec<f64>) -> Stats {
     }
 }
 
-fn line(what: &str, s: Stats, unit: &str) {
+pub(crate) fn line(what: &str, s: Stats, unit: &str) {
     println!(
         "{what:<58} {:>10.3} {unit} (min {:.3}, max {:.3})",
         s.median, s.min, s.max
     );
 }
 
-fn time_ms(reps: usize, mut f: impl FnMut()) -> Stats {
+pub(crate) fn time_ms(reps: usize, mut f: impl FnMut()) -> Stats {
     let mut v = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
@@ -81,12 +89,12 @@ fn time_ms(reps: usize, mut f: impl FnMut()) -> Stats {
 }
 
 /// N cheap real processes, all reaped at the end, by pid.
-struct Crowd(Vec<Child>);
+pub(crate) struct Crowd(Vec<Child>);
 
 impl Crowd {
     /// All in one new process group (led by the first), so that even if the benchmark is
     /// killed before its clean-up runs, `kill -- -<pgid>` ends exactly these.
-    fn spawn(n: usize) -> anyhow::Result<Self> {
+    pub(crate) fn spawn(n: usize) -> anyhow::Result<Self> {
         use std::os::unix::process::CommandExt;
         let mut v: Vec<Child> = Vec::with_capacity(n);
         for _ in 0..n {
@@ -122,7 +130,7 @@ impl Drop for Crowd {
 }
 
 /// The floor: list /proc and read every /proc/<pid>/stat once.
-fn floor_pass() -> usize {
+pub(crate) fn floor_pass() -> usize {
     let mut buf = Vec::with_capacity(1024);
     let mut n = 0;
     if let Ok(rd) = std::fs::read_dir("/proc") {
@@ -158,6 +166,7 @@ fn main() -> anyhow::Result<()> {
         a.reps = 3;
         a.cpu_secs = 2;
         a.sessions = 1;
+        a.exporter_secs = 2;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -179,6 +188,9 @@ fn main() -> anyhow::Result<()> {
         step_only(&a);
         return Ok(());
     }
+    if a.exporter_only {
+        return exporter::cost(&a);
+    }
     let base = floor_pass();
     println!("processes on the machine before spawning: {base}\n");
 
@@ -193,6 +205,8 @@ fn main() -> anyhow::Result<()> {
     rt.block_on(async { server_tick(&a).await })?;
     rt.block_on(async { exit_latency(&a).await })?;
     kill_latency(&a)?;
+    println!();
+    exporter::cost(&a)?;
     Ok(())
 }
 
@@ -361,7 +375,7 @@ fn step_only(a: &Args) {
 }
 
 /// `n` orphaned workers of one gone owner.
-fn orphans(t: i64, n: u32) -> debugtop_core::model::Observation {
+pub(crate) fn orphans(t: i64, n: u32) -> debugtop_core::model::Observation {
     use debugtop_core::model::Role;
     use debugtop_core::testing::{ObservationBuilder, ProcBuilder};
     let gone = 7;
