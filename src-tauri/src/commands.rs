@@ -110,7 +110,7 @@ pub fn subscribe_targets(state: AppStateRef<'_>, on_status: Channel<Vec<TargetSt
 /// worded error.
 #[tauri::command]
 pub async fn add_target(state: AppStateRef<'_>, text: String) -> Result<Settings, AppError> {
-    let target: Target = text.parse()?;
+    let target: Target = text.parse().map_err(debugtop_core::Error::from)?;
     if target.is_local() {
         return Err(AppError::NotFound("local is always there".into()));
     }

@@ -232,7 +232,7 @@ fn render(form: Form, s: &Snapshot, took: Duration, failed: bool) -> Bytes {
             Bytes::from(metrics::render(&look, how))
         }
         Form::Findings => {
-            let json = printable::json(&FindingsReport::of(s), true)
+            let json = printable::json(&FindingsReport::of(s), false)
                 .unwrap_or_else(|e| format!("{{\"error\": \"{}\"}}", one_line(&e.to_string())));
             Bytes::from(json + "\n")
         }

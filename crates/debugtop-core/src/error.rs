@@ -7,14 +7,12 @@ use std::path::PathBuf;
 /// Everything the core can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The process table itself (not one process) could not be read.
-    #[error("cannot read the process table at {path}: {source}")]
-    ProcessTable {
-        /// The path we tried (normally `/proc`).
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
+    /// Text that should be an identity or a target is not one (the model's words).
+    #[error(transparent)]
+    Model(#[from] debugtop_model::Error),
+    /// The process table or a system fact could not be read (the collector's words).
+    #[error(transparent)]
+    Collect(#[from] debugtop_collect::Error),
     /// A system fact the collector needs (boot time, clock ticks) is not available.
     #[error("cannot read {what}: {detail}")]
     SystemInfo {
@@ -30,14 +28,6 @@ pub enum Error {
         what: &'static str,
         /// The underlying error.
         source: serde_json::Error,
-    },
-    /// A string that should be an identity is not one.
-    #[error("{text:?} is not {what}")]
-    NotAnId {
-        /// What was expected (`a process identity (pid.start-ticks)`, …).
-        what: &'static str,
-        /// What was given (cut at 80 characters).
-        text: String,
     },
     /// A log file could not be read this time (the tail keeps trying).
     #[error("cannot read {path}: {detail}")]
@@ -127,63 +117,19 @@ pub enum Error {
     /// The blocking half of the sources panicked on its thread; the sampler must be restarted.
     #[error("the process-table reader stopped (a panic on its thread): restart debugtop")]
     SourcesLost,
-    /// A target string that does not name a target.
-    #[error("{text:?} is not a target: {why}")]
-    NotATarget {
-        /// What was given (cut at 120 characters).
-        text: String,
-        /// What is wrong, and how to say it.
-        why: String,
-    },
     /// A target could not be reached, or did not speak debugtop's stream.
     #[error("{target}: {detail}")]
     Target {
         /// The target.
         target: String,
         /// Why, as a kind.
-        failure: TargetFailure,
+        failure: debugtop_model::TargetFailure,
         /// In words, with what to do.
         detail: String,
     },
     /// A kill plan id that is unknown, or was already executed.
     #[error("no kill plan {0} is waiting: plans are made by plan_kill and run at most once")]
     NoSuchPlan(u64),
-}
-
-/// Why a target failed, as a kind (the detail has the words). Part of the model (re-exported
-/// there); kept here so the error can carry it without the error layer importing the model.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    ts_rs::TS,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-#[ts(export)]
-pub enum TargetFailure {
-    /// `ssh`, `docker` or `kubectl` is not installed here.
-    NoEngine,
-    /// `debugtop-cli` is not on the far side.
-    NotInstalled,
-    /// Login refused (key, host key, permissions).
-    Auth,
-    /// Host, container or pod not reachable.
-    Unreachable,
-    /// The far side speaks another stream version.
-    Incompatible,
-    /// The far side printed something that is not debugtop's stream.
-    Garbage,
-    /// Nothing arrived in time.
-    Stalled,
-    /// The connection ended.
-    Lost,
-    /// Not started: nobody has confirmed, in the app's own dialog, running its command.
-    Unconfirmed,
 }
 
 /// Shorthand used across the crate.

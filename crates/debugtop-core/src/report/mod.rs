@@ -4,3 +4,6 @@
 pub mod markdown;
 pub mod metrics;
 pub mod notices;
+
+#[cfg(test)]
+mod redaction_tests;

@@ -1,4 +1,4 @@
-// Generated from the Rust model (model::words) by `cargo test -p debugtop-core`. Do not edit.
+// Generated from the Rust model (model::words) by `cargo test -p debugtop-model`. Do not edit.
 
 /** A process state (the kernel's letter) in words. */
 export const STATE_WORDS: Record<string, string> = {

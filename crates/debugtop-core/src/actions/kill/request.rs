@@ -45,9 +45,11 @@ pub fn parse_target(s: &str) -> Result<KillRequest> {
     }
     s.parse::<FindingId>()
         .map(|id| KillRequest::Finding { id })
-        .map_err(|_| Error::NotAnId {
-            what: "a pid or a finding id (e.g. 4242, or leaked-adapter:4242.881733)",
-            text: s.chars().take(80).collect(),
+        .map_err(|_| {
+            Error::from(debugtop_model::Error::NotAnId {
+                what: "a pid or a finding id (e.g. 4242, or leaked-adapter:4242.881733)",
+                text: s.chars().take(80).collect(),
+            })
         })
 }
 

@@ -1,13 +1,14 @@
-//! The schema: what debugtop knows about a machine, as plain data.
+//! debugtop's schema: what it knows about a machine, as plain data (`debugtop-model`).
 //!
 //! Every type that crosses a boundary lives here — the IPC contract with the UI (TypeScript is
 //! generated from these with ts-rs, never copied by hand), the snapshot file, the CLI's JSON,
 //! and the observation the state step reads. They hold no behaviour beyond small helpers and
-//! their one wording (`Display`); nothing here touches the OS, and nothing here imports
-//! another module of the crate.
+//! their one wording (`Display`); nothing here touches the OS, and the crate depends on no other
+//! crate of debugtop's (Cargo holds it to that).
 
 pub mod budget;
 mod delta;
+pub mod error;
 mod facts;
 mod finding;
 mod health;
@@ -70,3 +71,5 @@ pub use update::{audit_result, AuditResult, FleetAudit, TargetAudit, Update};
 /// The default grace: how long a condition must hold before it is a finding. Six seconds,
 /// because the server's own force-kill of a worker that does not exit fires at five.
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(6);
+
+pub use error::{Error, Result};

@@ -14,7 +14,7 @@ use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers};
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
 use crate::error::{Error, Result};
-use crate::model::{EnvMarkers, ProcState};
+use debugtop_model::{EnvMarkers, ProcState};
 
 /// The sysinfo-backed collector.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The words the window shows for the model's states and kinds, said once, here: the UI's
 //! `bindings/words.ts` is generated from these functions when the TypeScript types are
-//! (`cargo test -p debugtop-core`), so a state or a kind added in Rust is named in the window
+//! (`cargo test -p debugtop-model`), so a state or a kind added in Rust is named in the window
 //! without anyone copying a table. (A stage's words travel with it: `StageMark::text`.)
 
 use strum::IntoEnumIterator;
@@ -10,7 +10,7 @@ use super::{FindingKind, HostKind, ProcId, ProcState};
 /// The generated TypeScript module.
 pub fn typescript() -> String {
     let mut out = String::from(
-        "// Generated from the Rust model (model::words) by `cargo test -p debugtop-core`. Do not edit.\n\n",
+        "// Generated from the Rust model (model::words) by `cargo test -p debugtop-model`. Do not edit.\n\n",
     );
     let entry = |k: String, v: &str| format!("  {}: {},\n", quoted(&k), quoted(v));
     out.push_str("/** A process state (the kernel's letter) in words. */\n");

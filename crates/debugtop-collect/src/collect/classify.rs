@@ -6,8 +6,8 @@
 //! process identity and cached.
 
 use super::parse::{basename, option_value, session_from_run_dir};
-use crate::model::{parse_pid, session_id, HostKind};
-use crate::model::{EnvMarkers, Language, ServerMode};
+use debugtop_model::{parse_pid, session_id, HostKind};
+use debugtop_model::{EnvMarkers, Language, ServerMode};
 
 /// What a process's own argv and markers say about it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use super::unix_diag;
-use crate::model::{FdKind, Proc, Role, Stdio};
+use debugtop_model::{FdKind, Proc, Role, Stdio};
 
 /// What `/proc/<pid>/fd/<n>` points at.
 pub fn fd_kind(pid: u32, fd: u32) -> FdKind {

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::model::PidNs;
+use debugtop_model::PidNs;
 
 /// The pid namespace inode of `pid` (`/proc/<pid>/ns/pid` → `pid:[inode]`).
 pub fn pid_ns_inode(pid: &str) -> Option<u64> {

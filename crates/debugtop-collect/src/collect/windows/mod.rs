@@ -24,7 +24,7 @@ use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers};
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
 use crate::error::Result;
-use crate::model::{EnvMarkers, FdKind, ProcState, Stdio};
+use debugtop_model::{EnvMarkers, FdKind, ProcState, Stdio};
 
 /// Windows' time unit: 100 ns.
 pub const TICKS_PER_SEC: u64 = 10_000_000;
@@ -271,10 +271,10 @@ impl super::FdView for WindowsPipes {
             .io_bytes()
     }
 
-    fn stdin_holders(&mut self, procs: &mut [crate::model::Proc]) {
+    fn stdin_holders(&mut self, procs: &mut [debugtop_model::Proc]) {
         for p in procs
             .iter_mut()
-            .filter(|p| p.role == crate::model::Role::Server && p.channel.is_some())
+            .filter(|p| p.role == debugtop_model::Role::Server && p.channel.is_some())
         {
             p.stdin_unchecked = true;
         }

@@ -125,3 +125,10 @@ pub(super) fn redact_url_password(a: &str) -> String {
         &rest[at..]
     )
 }
+
+/// `-uuser:password` (curl's `-u` with its value attached): the password hidden.
+pub(super) fn attached_user(a: &str) -> Option<String> {
+    let rest = a.strip_prefix("-u").or_else(|| a.strip_prefix("-U"))?;
+    let (user, pw) = rest.split_once(':')?;
+    (!user.is_empty() && !pw.is_empty()).then(|| format!("{}{user}:{REDACTED}", &a[..2]))
+}

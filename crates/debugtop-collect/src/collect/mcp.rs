@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::classify::mcp_hint;
 use super::parse::basename;
-use crate::model::McpEvidence;
+use debugtop_model::McpEvidence;
 
 /// The most read of a script or a `package.json`.
 const READ_CAP: u64 = 64 * 1024;
@@ -27,7 +27,7 @@ pub fn evidence(
 ) -> Option<McpEvidence> {
     if let Some(arg) = mcp_hint(argv) {
         return Some(McpEvidence::Argv {
-            arg: crate::redact::bounded(arg, 200),
+            arg: debugtop_redact::bounded(arg, 200),
         });
     }
     let script = argv.iter().skip(1).find(|a| !a.starts_with('-'))?;
@@ -163,7 +163,10 @@ pub fn package_says_mcp(text: &str) -> Option<String> {
     }
     let name = v.get("name").and_then(|n| n.as_str()).unwrap_or("");
     if name.to_ascii_lowercase().contains("mcp") && !name.contains("mcp-debugger") {
-        return Some(format!("its name is {}", crate::redact::bounded(name, 80)));
+        return Some(format!(
+            "its name is {}",
+            debugtop_redact::bounded(name, 80)
+        ));
     }
     let keyword = v
         .get("keywords")

@@ -3,7 +3,7 @@
 //! Everything a process exposes is untrusted: it may be huge, not UTF-8, or shaped to confuse us.
 //! These functions are pure, never panic, and bound what they keep.
 
-use crate::model::{parse_pid, session_id, EnvMarkers, HostKind};
+use debugtop_model::{parse_pid, session_id, EnvMarkers, HostKind};
 
 /// The most argv we keep per process. Longer command lines are cut (and marked) so one hostile
 /// process cannot make every snapshot huge.
@@ -44,7 +44,7 @@ pub fn parse_cmdline(raw: &[u8]) -> Vec<String> {
 /// keeps part of one below what would recognise it.
 fn cut_argument(piece: &[u8], bytes: usize) -> String {
     let whole = String::from_utf8_lossy(piece);
-    let cut = crate::redact::bounded(&whole, bytes);
+    let cut = debugtop_redact::bounded(&whole, bytes);
     let mut end = cut.len().min(bytes);
     while !cut.is_char_boundary(end) {
         end -= 1;

@@ -73,11 +73,11 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::model::{
+use classify::Signature;
+use debugtop_model::{
     Adopted, EnvMarkers, FdKind, HostKind, HostRef, Language, McpEvidence, PidNs, Proc, ProcFacts,
     ProcSample, ProcState, ProcessTable, Role, ScanStats, ServerInfo, Stdio,
 };
-use classify::Signature;
 
 pub use relate::relate;
 

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use super::parse::basename;
 use super::{IdentityCache, Sample};
-use crate::model::Adopted;
+use debugtop_model::Adopted;
 
 /// Sets `adopted` on every sample whose parent did not start it.
 pub fn mark_adopted(samples: &mut [Sample], cache: &IdentityCache) {
@@ -114,7 +114,7 @@ pub fn subreaper(argv: &[String]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::collect::relate::tests::sample;
-    use crate::model::EnvMarkers;
+    use debugtop_model::EnvMarkers;
 
     #[test]
     fn a_child_of_init_in_inits_own_session_was_started_by_it_not_adopted() {

@@ -3,7 +3,9 @@
 //! `-u user:password`, and a URL's password; every argument then as free text.
 
 use super::text::redact_text;
-use super::words::{attached_p_secret, hide_password_of_user, port_like, secret_name, user_flag};
+use super::words::{
+    attached_p_secret, attached_user, hide_password_of_user, port_like, secret_name, user_flag,
+};
 use super::REDACTED;
 
 /// Redacts secret values in a command line: `--token X` (the whole next argument, whatever
@@ -78,13 +80,6 @@ fn hidden_in_word(a: &str) -> Option<String> {
         return Some(format!("{opt}{REDACTED}"));
     }
     attached_user(a)
-}
-
-/// `-uuser:password` (curl's `-u` with its value attached): the password hidden.
-pub(super) fn attached_user(a: &str) -> Option<String> {
-    let rest = a.strip_prefix("-u").or_else(|| a.strip_prefix("-U"))?;
-    let (user, pw) = rest.split_once(':')?;
-    (!user.is_empty() && !pw.is_empty()).then(|| format!("{}{user}:{REDACTED}", &a[..2]))
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use serde_with::{DeserializeFromStr, SerializeDisplay};
 use ts_rs::TS;
 
 use crate::error::Error;
-pub use crate::error::TargetFailure;
 
 /// The stream's schema tag (the hello line's `stream`).
 pub const STREAM_SCHEMA: &str = "debugtop.stream/1";
@@ -378,6 +377,41 @@ pub struct TargetStatus {
     pub attempts: u32,
     /// When the next attempt is due, while failed or stale.
     pub retry_at: Option<DateTime<Utc>>,
+}
+
+/// Why a target failed, as a kind (the detail has the words).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    ts_rs::TS,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum TargetFailure {
+    /// `ssh`, `docker` or `kubectl` is not installed here.
+    NoEngine,
+    /// `debugtop-cli` is not on the far side.
+    NotInstalled,
+    /// Login refused (key, host key, permissions).
+    Auth,
+    /// Host, container or pod not reachable.
+    Unreachable,
+    /// The far side speaks another stream version.
+    Incompatible,
+    /// The far side printed something that is not debugtop's stream.
+    Garbage,
+    /// Nothing arrived in time.
+    Stalled,
+    /// The connection ended.
+    Lost,
+    /// Not started: nobody has confirmed, in the app's own dialog, running its command.
+    Unconfirmed,
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use super::classify::{classify, host_kind, is_env_candidate, pkg_dir_of, Signatu
 use super::parse::{parse_cmdline, parse_env_markers, parse_stat, StatFields};
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
 use crate::error::{Error, Result};
-use crate::model::{EnvMarkers, McpEvidence, ProcState};
+use debugtop_model::{EnvMarkers, McpEvidence, ProcState};
 
 /// Every this many scans, a scan reads every process (not only the watched and new ones).
 pub const FULL_EVERY: u64 = 60;

@@ -3,8 +3,8 @@
 //! values after secret flags, long token-like runs and keys known by their shape.
 
 use super::words::{
-    attached_p_secret, hide_password_of_user, port_like, redact_url_password, secret_name,
-    user_flag,
+    attached_p_secret, attached_user, hide_password_of_user, port_like, redact_url_password,
+    secret_name, user_flag,
 };
 use super::REDACTED;
 
@@ -295,7 +295,7 @@ impl NextWord {
             out.push_str(REDACTED);
             return;
         }
-        if let Some(hidden) = super::argv::attached_user(&w) {
+        if let Some(hidden) = attached_user(&w) {
             out.push_str(&hidden);
             return;
         }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::classify::Signature;
 use super::parse::session_from_run_dir;
 use super::{IdentityCache, Memory, Sample};
-use crate::model::{wrapper_name as wrapper, HostKind, HostRef, McpEvidence, Role};
+use debugtop_model::{wrapper_name as wrapper, HostKind, HostRef, McpEvidence, Role};
 
 /// What relate concluded for one sample.
 #[derive(Debug, Clone, PartialEq)]
@@ -464,7 +464,7 @@ fn own_facts(s: &Sample) -> Memory {
             Some(Role::Launcher),
             None,
             session_id.clone(),
-            Some(crate::model::Language::Python),
+            Some(debugtop_model::Language::Python),
         ),
         Signature::Debuggee {
             language,
@@ -480,7 +480,7 @@ fn own_facts(s: &Sample) -> Memory {
             Some(Role::Watchdog),
             None,
             None,
-            Some(crate::model::Language::Javascript),
+            Some(debugtop_model::Language::Javascript),
         ),
         Signature::None => (None, None, env_session(), None),
     };
@@ -499,7 +499,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::collect::classify::classify;
     use crate::collect::Ident;
-    use crate::model::{EnvMarkers, Language, ProcState};
+    use debugtop_model::{EnvMarkers, Language, ProcState};
     use std::sync::Arc;
 
     pub(crate) fn sample(pid: u32, ppid: u32, argv: &str, markers: EnvMarkers) -> Sample {
@@ -645,7 +645,7 @@ pub(crate) mod tests {
 
     fn with_ns(mut s: Sample, ns: u64, inner: u32) -> Sample {
         let mut ident = (*s.ident).clone();
-        ident.ns = Some(crate::model::PidNs {
+        ident.ns = Some(debugtop_model::PidNs {
             inode: ns,
             pid: inner,
             container: Some("3f2a9c0e1b7d".into()),
