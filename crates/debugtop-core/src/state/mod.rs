@@ -11,8 +11,10 @@ pub mod plan;
 pub mod reconcile;
 pub mod rules;
 pub mod share;
+mod statuses;
 pub mod timeline;
 pub mod tombs;
+pub mod world;
 
 #[cfg(test)]
 mod redaction_tests;
@@ -23,15 +25,15 @@ use std::time::Duration;
 use tracing::trace_span;
 
 use crate::model::{
-    DebugSession, Finding, FindingId, LiveTable, Observation, Proc, ProcId, ScanStats, Snapshot,
-    SourceKind, SourceState, SourceStatus, TreeNode, Update, SCHEMA,
+    DebugSession, Finding, FindingId, LiveTable, Observation, Proc, ProcId, Snapshot, TreeNode,
+    Update, SCHEMA,
 };
 use crate::redact::{CommandLines, LiveRedaction};
 use knowledge::Knowledge;
-use reconcile::World;
 use rules::{Evaluator, VerdictConfig};
 use share::Interned;
 use timeline::Timeline;
+use world::World;
 
 /// What the state step is told.
 #[derive(Debug, Clone)]
@@ -169,7 +171,7 @@ impl State {
             table.iter().cloned().chain(tombs).collect()
         });
         let mut world = trace_span!("step: reconcile").in_scope(|| {
-            reconcile::from_shared_with(
+            reconcile::reconcile(
                 obs,
                 procs,
                 &self.knowledge,
@@ -218,7 +220,7 @@ impl State {
     ) -> Snapshot {
         let window = chrono::Duration::from_std(self.config.timeline_window)
             .unwrap_or_else(|_| chrono::Duration::minutes(10));
-        let mut sources = vec![process_table_status(&obs.table.stats)];
+        let mut sources = vec![statuses::process_table_status(&obs.table.stats)];
         sources.extend(world.sources.iter().cloned());
         let s = Snapshot {
             schema: SCHEMA.to_owned(),
@@ -269,46 +271,4 @@ fn empty_snapshot() -> Snapshot {
         sources: Vec::new(),
         environment: None,
     }
-}
-
-fn process_table_status(stats: &ScanStats) -> SourceStatus {
-    let state = if stats.denied > 0 {
-        SourceState::Degraded
-    } else {
-        SourceState::Ok
-    };
-    let mut detail = format!(
-        "{} processes read in {} ms; {} vanished mid-read, {} not readable (other users)",
-        stats.processes,
-        stats.duration_us / 1000,
-        stats.vanished,
-        stats.denied,
-    );
-    if stats.wine > 0 {
-        detail.push_str(&format!(
-            "; {} run by Wine, not judged here (they name Windows pids): see them with the \
-             Windows debugtop-cli under Wine",
-            stats.wine
-        ));
-    }
-    if stats.cpu_unmeasured {
-        detail.push_str(
-            "; other processes' CPU cannot be measured here (under Wine every process shows the \
-             same figure), so spinning is not judged",
-        );
-    }
-    if stats.io_unmeasured > 0 {
-        detail.push_str(&format!(
-            "; the I/O of {} stdio server(s) of live hosts cannot be read here, so whether they \
-             still talk (duplicate servers) is not judged",
-            stats.io_unmeasured
-        ));
-    }
-    if stats.no_states {
-        detail.push_str(
-            "; this system has no zombie or stopped state to read, so zombie and stopped are \
-             not judged",
-        );
-    }
-    SourceStatus::new(SourceKind::ProcessTable, None, state, detail)
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::reconcile::World;
+use super::world::World;
 use crate::model::{
     from_log, short, DebugSession, Exit, FactSource, Finding, FindingId, LogEvent, Proc, ProcId,
     ProcState, TimelineEvent, TimelineKind,

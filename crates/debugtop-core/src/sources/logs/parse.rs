@@ -719,7 +719,10 @@ mod tests {
     #[test]
     fn the_workers_own_done_lines_name_its_session_by_file() {
         let file = format!("/l/sessions/{SID}/run-1/proxy-{SID}.log");
-        let ev = parse_all(include_str!("../testdata/worker-finished-0.24.2.log"), &file);
+        let ev = parse_all(
+            include_str!("../testdata/worker-finished-0.24.2.log"),
+            &file,
+        );
         assert_eq!(
             ev,
             [

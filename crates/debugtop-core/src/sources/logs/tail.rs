@@ -369,7 +369,6 @@ fn file_identity(m: &std::fs::Metadata) -> (u64, u64) {
     )
 }
 
-
 #[cfg(test)]
 mod tests {
     use std::io::Write;

@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 
 use super::memo::{ByAlloc, Memo};
 use super::plan::{self, PlanOptions, PlanTrace, SHORT_GRACE};
-use super::reconcile::World;
+use super::world::World;
 use crate::model::{
     short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, ProcId,
     ServerInfo, Severity, DEFAULT_GRACE,
