@@ -379,35 +379,7 @@ pub async fn export_snapshot(
     format: ExportFormat,
 ) -> Result<Option<String>, AppError> {
     let shown = state.shown();
-    let mut snap = match &shown {
-        // The far side's own snapshot (enriched there, from its files); never enriched here.
-        Shown::Remote(t) => {
-            let fleet =
-                fleet::snapshot_targets(std::slice::from_ref(t), None, false, &state.engines())
-                    .await;
-            let one = fleet.targets.into_iter().next();
-            match one {
-                Some(TargetSnapshot {
-                    snapshot: Some(s), ..
-                }) => s,
-                Some(TargetSnapshot { error, .. }) => {
-                    return Err(AppError::Task(
-                        error.unwrap_or_else(|| "no snapshot".into()),
-                    ))
-                }
-                None => return Err(AppError::Task("no target".into())),
-            }
-        }
-        Shown::Offline => {
-            current(&state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?
-        }
-        // Made from the snapshot before redaction: enriched through the real paths, then
-        // redacted as the settings say (below, off the async runtime).
-        Shown::Local => state
-            .published()
-            .map(|p| (*p.raw).clone())
-            .ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?,
-    };
+    let mut snap = shown_snapshot(&state, &shown).await?;
     // Only a live snapshot of this machine is enriched from this machine's files.
     let enrich = shown == Shown::Local;
     let redact = state.settings().sampler_config().state.redact;
@@ -440,6 +412,40 @@ pub async fn export_snapshot(
     })
     .await
     .map_err(|e| AppError::Task(e.to_string()))?
+}
+
+/// The snapshot an export writes: what is shown — a target's own (enriched there), the open
+/// file, or this machine's before redaction.
+async fn shown_snapshot(state: &AppState, shown: &Shown) -> Result<Snapshot, AppError> {
+    Ok(match shown {
+        // The far side's own snapshot (enriched there, from its files); never enriched here.
+        Shown::Remote(t) => {
+            let fleet =
+                fleet::snapshot_targets(std::slice::from_ref(t), None, false, &state.engines())
+                    .await;
+            let one = fleet.targets.into_iter().next();
+            match one {
+                Some(TargetSnapshot {
+                    snapshot: Some(s), ..
+                }) => s,
+                Some(TargetSnapshot { error, .. }) => {
+                    return Err(AppError::Task(
+                        error.unwrap_or_else(|| "no snapshot".into()),
+                    ))
+                }
+                None => return Err(AppError::Task("no target".into())),
+            }
+        }
+        Shown::Offline => {
+            current(state).ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?
+        }
+        // Made from the snapshot before redaction: enriched through the real paths, then
+        // redacted as the settings say (below, off the async runtime).
+        Shown::Local => state
+            .published()
+            .map(|p| (*p.raw).clone())
+            .ok_or_else(|| AppError::NotFound("nothing to export yet".into()))?,
+    })
 }
 
 /// Opens a snapshot file the user picks and shows it offline. `None` when cancelled.

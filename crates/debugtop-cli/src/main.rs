@@ -10,6 +10,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use debugtop_core::model::printable::{self, for_terminal, one_line};
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -66,21 +67,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             no_redact,
             targets,
-        } if !targets.is_empty() => {
-            let local = if targets.iter().any(Target::is_local) {
-                Some(take_snapshot(servers, no_redact).await?)
-            } else {
-                None
-            };
-            fleet::snapshot(&targets, local, format, out, no_redact).await
-        }
-        Command::Snapshot {
-            servers,
-            format,
-            out,
-            no_redact,
-            ..
-        } => snapshot(servers, format, out, no_redact).await,
+        } => snapshot_command(servers, format, out, no_redact, &targets).await,
         Command::Watch {
             monitor,
             json,
@@ -101,28 +88,52 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             args,
             json,
             targets,
-            ..
-        } if !targets.is_empty() => fleet::audit(&args, &targets, json).await,
-        Command::Audit {
-            args,
-            json,
             textfile,
-            ..
-        } => {
-            let run = audit_now(&args).await?;
-            if let Some(path) = textfile {
-                serve::write_textfile(&path, &run.snapshot, run.took, false)?;
-            }
-            let text = if json {
-                printable::json(&run.result, true)? + "\n"
-            } else {
-                for_terminal(&run.result.to_text()).into_owned()
-            };
-            std::io::stdout().lock().write_all(text.as_bytes())?;
-            Ok(ExitCode::from(run.result.exit_code()))
-        }
+        } => audit_command(&args, json, &targets, textfile).await,
         kill @ Command::Kill { .. } => kill_command(kill).await,
     }
+}
+
+/// `snapshot`: of targets (this machine among them when named), or of this machine.
+async fn snapshot_command(
+    servers: Vec<String>,
+    format: Format,
+    out: Option<PathBuf>,
+    no_redact: bool,
+    targets: &[Target],
+) -> anyhow::Result<ExitCode> {
+    if targets.is_empty() {
+        return snapshot(servers, format, out, no_redact).await;
+    }
+    let local = if targets.iter().any(Target::is_local) {
+        Some(take_snapshot(servers, no_redact).await?)
+    } else {
+        None
+    };
+    fleet::snapshot(targets, local, format, out, no_redact).await
+}
+
+/// `audit`: of targets, or of this machine (its textfile written when asked).
+async fn audit_command(
+    args: &AuditArgs,
+    json: bool,
+    targets: &[Target],
+    textfile: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    if !targets.is_empty() {
+        return fleet::audit(args, targets, json).await;
+    }
+    let run = audit_now(args).await?;
+    if let Some(path) = textfile {
+        serve::write_textfile(&path, &run.snapshot, run.took, false)?;
+    }
+    let text = if json {
+        printable::json(&run.result, true)? + "\n"
+    } else {
+        for_terminal(&run.result.to_text()).into_owned()
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::from(run.result.exit_code()))
 }
 
 /// `kill`: on a target (planned and checked there), or here.
@@ -182,7 +193,7 @@ async fn audit_now(args: &AuditArgs) -> anyhow::Result<audit::AuditRun> {
 async fn snapshot(
     servers: Vec<String>,
     format: Format,
-    out: Option<std::path::PathBuf>,
+    out: Option<PathBuf>,
     no_redact: bool,
 ) -> anyhow::Result<ExitCode> {
     let snap = take_snapshot(servers, no_redact).await?;
@@ -236,7 +247,7 @@ async fn watch(
     monitor: &debugtop_cli::MonitorArgs,
     json: bool,
     count: Option<u64>,
-    textfile: Option<std::path::PathBuf>,
+    textfile: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let mut running =
         sampler::spawn(monitor_config(monitor)).context("cannot start the sampler")?;

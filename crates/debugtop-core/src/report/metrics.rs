@@ -232,6 +232,14 @@ fn single(r: &mut Registry, name: &str, help: &str, unit: Option<Unit>, value: f
 
 fn registry(c: &Counts) -> Registry {
     let mut r = Registry::with_prefix("debugtop");
+    verdicts(&mut r, c);
+    inventory(&mut r, c);
+    the_look(&mut r, c);
+    r
+}
+
+/// What the verdicts say: findings by kind and severity, and what their plans would free.
+fn verdicts(r: &mut Registry, c: &Counts) {
     let findings = Family::<Labels, Gauge>::default();
     for ((kind, severity), n) in &c.findings {
         findings
@@ -247,61 +255,63 @@ fn registry(c: &Counts) -> Registry {
         findings,
     );
     family(
-        &mut r,
+        r,
         "leaked_processes",
         "Processes that confirmed leaks name (what killing their plans frees), by role",
         "role",
         &c.leaked,
     );
     single(
-        &mut r,
+        r,
         "leaked_resident",
         "Resident memory of the processes confirmed leaks name",
         Some(Unit::Bytes),
         c.leaked_bytes as f64,
     );
+}
+
+/// What runs: processes by role, debug sessions by state, servers.
+fn inventory(r: &mut Registry, c: &Counts) {
     family(
-        &mut r,
+        r,
         "processes",
         "Live processes debugtop relates to debug and MCP servers, by role",
         "role",
         &c.processes,
     );
     family(
-        &mut r,
+        r,
         "debug_sessions",
         "Debug sessions not ended, by state",
         "state",
         &c.sessions,
     );
-    single(
-        &mut r,
-        "servers",
-        "Debug servers found",
-        None,
-        c.servers as f64,
-    );
+    single(r, "servers", "Debug servers found", None, c.servers as f64);
+}
+
+/// How the look itself went: each source, its duration and instant, and the build.
+fn the_look(r: &mut Registry, c: &Counts) {
     let up: BTreeMap<SourceKind, i64> = c
         .sources_up
         .iter()
         .map(|(k, up)| (*k, i64::from(*up)))
         .collect();
     family(
-        &mut r,
+        r,
         "source_up",
         "Whether each source of facts works (0: it failed; verdicts that need it may be missing)",
         "source",
         &up,
     );
     single(
-        &mut r,
+        r,
         "scan_duration",
         "How long the last look took (process table, logs, /health and the verdicts)",
         Some(Unit::Seconds),
         c.duration.as_secs_f64(),
     );
     single(
-        &mut r,
+        r,
         "last_scan_timestamp",
         "When the last look was taken, in seconds since the epoch",
         Some(Unit::Seconds),
@@ -312,7 +322,6 @@ fn registry(c: &Counts) -> Registry {
         "debugtop's version",
         Info::new(labels(&[("version", env!("CARGO_PKG_VERSION").to_owned())])),
     );
-    r
 }
 
 #[cfg(test)]
