@@ -568,8 +568,13 @@ fn regression_a_watch_held_transparent_huge_pages_it_asked_for() {
 
 /// One raw HTTP/1.1 exchange with `serve`: the status line, the head and the body.
 fn http(port: u16, request: &[u8]) -> (String, String, String) {
+    try_http(port, request).expect("connect to serve")
+}
+
+/// [`http`], or the error connecting (serve not listening yet).
+fn try_http(port: u16, request: &[u8]) -> std::io::Result<(String, String, String)> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to serve");
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
     s.write_all(request).unwrap();
@@ -578,15 +583,28 @@ fn http(port: u16, request: &[u8]) -> (String, String, String) {
     let resp = String::from_utf8_lossy(&resp).into_owned();
     let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
     let status = head.lines().next().unwrap_or("").to_owned();
-    (status, head.to_owned(), body.to_owned())
+    Ok((status, head.to_owned(), body.to_owned()))
 }
 
 fn get(port: u16, path: &str, accept: &str) -> (String, String, String) {
-    http(
-        port,
-        format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n")
-            .as_bytes(),
-    )
+    http(port, &get_request(path, accept))
+}
+
+fn get_request(path: &str, accept: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n")
+        .into_bytes()
+}
+
+/// Regression: the first look at `serve` came before it listened and the refused connection
+/// failed the test instead of being tried again.
+fn wait_until_serving(port: u16) {
+    debugtop_e2e::wait_for(std::time::Duration::from_secs(30), || {
+        try_http(port, &get_request("/metrics", "*/*"))
+            .ok()
+            .filter(|(status, _, _)| status.contains("200"))
+            .map(|_| ())
+    })
+    .expect("serve answers");
 }
 
 fn promtool_accepts(text: &str) -> Result<(), String> {
@@ -618,10 +636,7 @@ fn serve_answers_metrics_findings_and_health_and_refuses_everything_else() {
         "--interval",
         "300",
     ]));
-    debugtop_e2e::wait_for(std::time::Duration::from_secs(30), || {
-        get(port, "/metrics", "*/*").0.contains("200").then_some(())
-    })
-    .expect("serve answers");
+    wait_until_serving(port);
     let (_, head, body) = get(port, "/metrics", "text/plain");
     assert!(head.contains("text/plain; version=0.0.4"), "{head}");
     promtool_accepts(&body).unwrap_or_else(|e| panic!("promtool: {e}\n{body}"));
