@@ -6,7 +6,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use debugtop_core::actions::audit;
 use debugtop_core::actions::export::{self, ExportFormat};
 use debugtop_core::actions::fleet::{self, TargetSnapshot};
 use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest, PlannedOn};
@@ -15,7 +14,6 @@ use debugtop_core::model::{
     AuditResult, KillPlan, KillReport, Progress, Snapshot, Target, TargetAudit, TargetStatus,
     ViewMessage,
 };
-use debugtop_core::sources::Sources;
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -138,7 +136,7 @@ async fn confirmed(
         return Ok(true);
     }
     let config = debugtop_core::targets::StreamConfig {
-        interval: std::time::Duration::from_millis(s.interval_ms),
+        judging: s.judging(),
         engines: state.engines(),
         ..debugtop_core::targets::StreamConfig::default()
     };
@@ -352,22 +350,18 @@ pub async fn execute_kill(
 pub async fn run_audit(state: AppStateRef<'_>) -> Result<AuditResult, AppError> {
     let settings = state.settings();
     let config = settings.audit_config();
-    // The audit is of a live system: the selected one, also while a snapshot file is open.
-    if let Some(t) = Some(settings.target).filter(|t| !t.is_local()) {
-        let fleet = fleet::audit_targets(&[t], &config, &state.engines()).await;
-        let one = fleet.targets.into_iter().next();
-        return match one {
-            Some(TargetAudit {
-                result: Some(r), ..
-            }) => Ok(r),
-            Some(TargetAudit { error, .. }) => Err(AppError::Task(
-                error.unwrap_or_else(|| "the target gave no audit".into()),
-            )),
-            None => Err(AppError::Task("no target".into())),
-        };
+    // The audit is of a live system: the selected one (this machine or a target), also while
+    // a snapshot file is open; the fleet's recipe, whichever it is.
+    let fleet = fleet::audit_targets(&[settings.target], &config, &state.engines()).await;
+    match fleet.targets.into_iter().next() {
+        Some(TargetAudit {
+            result: Some(r), ..
+        }) => Ok(r),
+        Some(TargetAudit { error, .. }) => Err(AppError::Task(
+            error.unwrap_or_else(|| "the audit gave no answer".into()),
+        )),
+        None => Err(AppError::Task("no target".into())),
     }
-    let mut sources = Sources::new(&config.sources())?;
-    Ok(audit::audit(&mut sources, &config).await?.result)
 }
 
 /// Writes the current (or open offline) snapshot where the user picks. A live snapshot is

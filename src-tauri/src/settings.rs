@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use debugtop_core::actions::audit::AuditConfig;
+use debugtop_core::judging::{Judging, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_STUCK_AFTER};
 use debugtop_core::model::Target;
 use debugtop_core::sampler;
 use serde::{Deserialize, Serialize};
@@ -40,9 +41,9 @@ pub const MAX_TARGETS: usize = 32;
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            interval_ms: 1000,
-            grace_secs: 6.0,
-            stuck_after_secs: 10.0,
+            interval_ms: DEFAULT_INTERVAL.as_millis() as u64,
+            grace_secs: DEFAULT_GRACE.as_secs_f64(),
+            stuck_after_secs: DEFAULT_STUCK_AFTER.as_secs_f64(),
             extra_servers: Vec::new(),
             notify_critical: true,
             targets: Vec::new(),
@@ -55,15 +56,11 @@ impl Default for Settings {
 impl Settings {
     /// Bounds every value to something sane.
     pub fn clamped(mut self) -> Self {
-        self.interval_ms = self.interval_ms.clamp(100, 60_000);
-        if !self.grace_secs.is_finite() {
-            self.grace_secs = 6.0;
-        }
-        self.grace_secs = self.grace_secs.clamp(0.0, 3600.0);
-        if !self.stuck_after_secs.is_finite() {
-            self.stuck_after_secs = 10.0;
-        }
-        self.stuck_after_secs = self.stuck_after_secs.clamp(1.0, 3600.0);
+        // The figures as the engine bounds them, written back: what is saved is what runs.
+        let j = self.judging();
+        self.interval_ms = u64::try_from(j.interval.as_millis()).unwrap_or(u64::MAX);
+        self.grace_secs = j.grace.as_secs_f64();
+        self.stuck_after_secs = j.stuck_after.as_secs_f64();
         self.extra_servers
             .retain(|u| u.starts_with("http://") && u.len() < 512);
         self.extra_servers.truncate(32);
@@ -88,23 +85,25 @@ impl Settings {
         t.is_local() || self.confirmed.contains(t)
     }
 
+    /// How these settings judge: this machine's sampler and audit, and every remote target's
+    /// command line, from this one value.
+    pub fn judging(&self) -> Judging {
+        Judging::from_user(
+            self.interval_ms,
+            self.grace_secs,
+            self.stuck_after_secs,
+            self.extra_servers.clone(),
+        )
+    }
+
     /// The audit these settings ask for (the same mapping the CLI's flags go through).
     pub fn audit_config(&self) -> AuditConfig {
-        AuditConfig::new(self.grace_secs, self.extra_servers.clone())
-            .stuck_after(self.stuck_after_secs)
+        AuditConfig::new(self.judging())
     }
 
     /// The sampler these settings ask for.
     pub fn sampler_config(&self) -> sampler::Config {
-        let audit = self.audit_config();
-        let mut c = sampler::Config {
-            interval: std::time::Duration::from_millis(self.interval_ms),
-            ..sampler::Config::default()
-        };
-        c.sources = audit.sources();
-        c.state.verdicts.grace = audit.grace;
-        c.state.verdicts.stuck = audit.stuck;
-        c
+        sampler::Config::judging(&self.judging())
     }
 
     /// Loads settings; a missing or unreadable file gives the defaults.
@@ -147,7 +146,7 @@ mod tests {
         let s = Settings {
             interval_ms: 5,
             grace_secs: f64::NAN,
-            stuck_after_secs: 0.0,
+            stuck_after_secs: -1.0,
             extra_servers: vec!["http://127.0.0.1:3001".into(), "javascript:alert(1)".into()],
             notify_critical: false,
             targets: vec![
@@ -162,10 +161,10 @@ mod tests {
         let back = Settings::load(&p);
         assert_eq!(back.interval_ms, 100);
         assert_eq!(back.grace_secs, 6.0);
-        assert_eq!(back.stuck_after_secs, 1.0);
+        assert_eq!(back.stuck_after_secs, 10.0);
         assert_eq!(
             back.sampler_config().state.verdicts.stuck.start,
-            std::time::Duration::from_secs(1)
+            std::time::Duration::from_secs(10)
         );
         assert_eq!(back.extra_servers, ["http://127.0.0.1:3001"]);
         assert_eq!(back.targets, ["ssh:box".parse::<Target>().unwrap()]);

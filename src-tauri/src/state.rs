@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use debugtop_core::actions::kill::PlanRegistry;
+use debugtop_core::judging::Judging;
 use debugtop_core::model::{Snapshot, Target, TargetState, TargetStatus, Update};
 use debugtop_core::report::notices::Notices;
 use debugtop_core::sampler::{self, Published};
@@ -64,8 +65,8 @@ pub enum Shown {
 struct Remote {
     feed: TargetFeed,
     forward: JoinHandle<()>,
-    /// The interval its far side was started with (a change restarts the stream).
-    interval_ms: u64,
+    /// How its far side was started to judge (a change of any setting restarts the stream).
+    judging: Judging,
 }
 
 impl Drop for Remote {
@@ -225,7 +226,8 @@ impl AppState {
     }
 
     /// Streams every remote target in the settings (starting new ones, dropping removed ones,
-    /// which kills their commands, and restarting those whose interval changed).
+    /// which kills their commands, and restarting them all when how they judge changed: the far
+    /// side gets every setting on its command line).
     pub fn sync_targets(self: &Arc<Self>) {
         let settings = self.settings();
         // Only what a person let run is run; the rest waits for a confirmation.
@@ -235,12 +237,11 @@ impl AppState {
             .filter(|t| settings.is_confirmed(t))
             .cloned()
             .collect();
+        let judging = settings.judging();
         let rt = tauri::async_runtime::handle();
         let _entered = rt.inner().enter();
         if let Ok(mut remotes) = self.remotes.lock() {
-            remotes.retain(|r| {
-                wanted.contains(&r.feed.target) && r.interval_ms == settings.interval_ms
-            });
+            remotes.retain(|r| wanted.contains(&r.feed.target) && r.judging == judging);
             for t in wanted {
                 if !remotes.iter().any(|r| r.feed.target == t) {
                     remotes.push(self.stream(t));
@@ -251,9 +252,9 @@ impl AppState {
     }
 
     fn stream(self: &Arc<Self>, target: Target) -> Remote {
-        let interval_ms = self.settings().interval_ms;
+        let judging = self.settings().judging();
         let config = StreamConfig {
-            interval: std::time::Duration::from_millis(interval_ms),
+            judging: judging.clone(),
             engines: self.engines(),
             ..StreamConfig::default()
         };
@@ -287,7 +288,7 @@ impl AppState {
         Remote {
             feed,
             forward,
-            interval_ms,
+            judging,
         }
     }
 

@@ -959,3 +959,45 @@ fn a_remembered_target_nobody_confirmed_is_not_started() {
     assert_eq!(t.picker.asked().len(), 1);
     assert!(!mark.exists());
 }
+
+/// A setting changed in the app reaches a remote target: its far side's `watch` is started
+/// again with every setting on its command line (it once got only the interval, so a grace,
+/// a stuck threshold or a server set here did not reach it).
+#[test]
+fn a_setting_changed_in_the_app_reaches_a_cmd_targets_command_line() {
+    let t = TestApp::new();
+    t.allow_commands();
+    let argv = t.config.path().join("argv");
+    let target = format!(
+        "cmd:sh -c 'echo \"$*\" > {0}.new; mv {0}.new {0}; sleep 60' sh",
+        argv.display()
+    );
+    t.call("add_target", json!({ "text": target }))
+        .expect("added");
+    let read = |want: &str| {
+        let want = want.to_owned();
+        let argv = argv.clone();
+        wait_for(Duration::from_secs(30), move || {
+            std::fs::read_to_string(&argv)
+                .ok()
+                .filter(|a| a.contains(&want))
+        })
+    };
+    let first = read("--grace").expect("the target ran");
+    assert_eq!(
+        first.trim(),
+        "--hello watch --json --interval 1000 --grace 6 --stuck-after 10"
+    );
+    let mut s = t.call("get_settings", json!({})).expect("settings");
+    s["grace_secs"] = json!(2.5);
+    s["stuck_after_secs"] = json!(20.0);
+    s["extra_servers"] = json!(["http://127.0.0.1:3999"]);
+    t.call("set_settings", json!({ "settings": s }))
+        .expect("saved");
+    let second = read("--grace 2.5").expect("started again with the new settings");
+    assert_eq!(
+        second.trim(),
+        "--hello watch --json --interval 1000 --grace 2.5 --stuck-after 20 --server \
+         http://127.0.0.1:3999"
+    );
+}

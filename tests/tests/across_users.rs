@@ -28,7 +28,7 @@ async fn an_export_never_excerpts_root_only_lines_through_a_swapped_log_folder()
     let fake = evil.look_alike("evil-sess-2", 1);
     let mut c = Config::default();
     c.state.verdicts.grace = Duration::ZERO;
-    c.state.verdicts.stuck = StuckThresholds::default().after(0.0);
+    c.state.verdicts.stuck = StuckThresholds::default().after(Duration::ZERO);
     let mut engine = Engine::new(c).expect("engine");
     let snap = tick_until(
         &mut engine,

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use debugtop_core::actions::audit::AuditConfig;
 use debugtop_core::actions::export::ExportFormat;
 use debugtop_core::actions::kill::KillRequest;
+use debugtop_core::judging::{Judging, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_STUCK_AFTER};
 use debugtop_core::model::{FindingKind, ProcId, Target};
 
 /// The longest SIGTERM → SIGKILL grace a kill accepts, in milliseconds.
@@ -159,80 +160,80 @@ pub enum Command {
 /// Where `serve` listens unless told: loopback only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9847";
 
-/// What a monitor (`watch`, `serve`) looks at and how it judges: the same flags, the same
-/// meaning, as `audit`'s.
+/// How a look judges: the same flags, the same meaning, for `watch`, `serve` and `audit` (and
+/// what a remote target's `watch` or `audit` is run with).
 #[derive(Debug, Clone, clap::Args)]
-pub struct MonitorArgs {
-    /// Tick interval in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub interval: u64,
-    /// Also ask this server's /health; repeatable.
+pub struct JudgingArgs {
+    /// Also ask this server's /health (`http://host:port`); repeatable.
     #[arg(long = "server", value_name = "URL")]
     pub servers: Vec<String>,
-    /// Seconds a condition must hold before it is a finding (as for `audit`).
-    #[arg(long, default_value_t = 6.0, value_name = "SECS")]
+    /// Seconds a condition must hold before it is a finding (a session ended this long ago
+    /// and its worker still runs; a process spinning this long).
+    #[arg(long, default_value_t = DEFAULT_GRACE.as_secs_f64(), value_name = "SECS")]
     pub grace: f64,
-    /// Seconds after which a stalled session is a stuck session (as for `audit`).
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    /// Seconds after which a session still starting, or a DAP request still unanswered, or a
+    /// running session's debuggee stopped by a signal, is a stuck session.
+    #[arg(long, default_value_t = DEFAULT_STUCK_AFTER.as_secs_f64(), value_name = "SECS")]
     pub stuck_after: f64,
+}
+
+impl Default for JudgingArgs {
+    fn default() -> Self {
+        Self {
+            servers: Vec::new(),
+            grace: DEFAULT_GRACE.as_secs_f64(),
+            stuck_after: DEFAULT_STUCK_AFTER.as_secs_f64(),
+        }
+    }
+}
+
+impl JudgingArgs {
+    /// The judging these flags ask for, with `interval_ms` between looks.
+    pub fn judging(&self, interval_ms: u64) -> Judging {
+        Judging::from_user(
+            interval_ms,
+            self.grace,
+            self.stuck_after,
+            self.servers.clone(),
+        )
+    }
+}
+
+/// What a monitor (`watch`, `serve`) looks at and how it judges.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MonitorArgs {
+    /// Tick interval in milliseconds (100 to 60,000).
+    #[arg(long, default_value_t = DEFAULT_INTERVAL.as_millis() as u64)]
+    pub interval: u64,
+    /// How it judges.
+    #[command(flatten)]
+    pub judging: JudgingArgs,
 }
 
 impl Default for MonitorArgs {
     fn default() -> Self {
         Self {
-            interval: 1000,
-            servers: Vec::new(),
-            grace: 6.0,
-            stuck_after: 10.0,
+            interval: DEFAULT_INTERVAL.as_millis() as u64,
+            judging: JudgingArgs::default(),
         }
     }
 }
 
 /// The monitor's configuration from the flags.
 pub fn monitor_config(args: &MonitorArgs) -> debugtop_core::sampler::Config {
-    let mut config = debugtop_core::sampler::Config {
-        interval: std::time::Duration::from_millis(args.interval),
-        ..debugtop_core::sampler::Config::default()
-    };
-    config.state.verdicts.grace = audit_config(&AuditArgs {
-        grace: args.grace,
-        ..AuditArgs::default()
-    })
-    .grace;
-    config.state.verdicts.stuck = config.state.verdicts.stuck.after(args.stuck_after);
-    config.sources.extra_servers = args.servers.clone();
-    config
+    debugtop_core::sampler::Config::judging(&args.judging.judging(args.interval))
 }
 
 /// What an audit looks at.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct AuditArgs {
-    /// Also ask this server's /health (`http://host:port`); repeatable.
-    #[arg(long = "server", value_name = "URL")]
-    pub servers: Vec<String>,
-    /// Seconds a log-dated condition must have held (a session ended this long ago and its
-    /// worker still runs).
-    #[arg(long, default_value_t = 6.0)]
-    pub grace: f64,
-    /// Seconds after which a session still starting, or a DAP request still unanswered, or a
-    /// running session's debuggee stopped by a signal, is a stuck session.
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
-    pub stuck_after: f64,
+    /// How it judges.
+    #[command(flatten)]
+    pub judging: JudgingArgs,
     /// Keep looking this many seconds before answering (on this machine): what shows only over
     /// time is judged too — a duplicate-server needs one twin silent for 30 s, then the grace
     #[arg(long, default_value_t = 0.0, value_name = "SECS")]
     pub watch_for: f64,
-}
-
-impl Default for AuditArgs {
-    fn default() -> Self {
-        Self {
-            servers: Vec::new(),
-            grace: 6.0,
-            stuck_after: 10.0,
-            watch_for: 0.0,
-        }
-    }
 }
 
 /// Output format of `snapshot`.
@@ -255,8 +256,7 @@ impl From<Format> for ExportFormat {
 
 /// The audit's configuration from the flags.
 pub fn audit_config(args: &AuditArgs) -> AuditConfig {
-    AuditConfig::new(args.grace, args.servers.clone())
-        .stuck_after(args.stuck_after)
+    AuditConfig::new(args.judging.judging(DEFAULT_INTERVAL.as_millis() as u64))
         .watch_for(args.watch_for)
 }
 
@@ -342,6 +342,38 @@ mod serve_tests {
         assert_ne!(
             format!("{:?}", c.state.verdicts.stuck),
             format!("{:?}", default.state.verdicts.stuck)
+        );
+    }
+
+    /// What a far side is run with reads back, on the far side, as the very judging this side
+    /// has: every setting crosses (a remote `watch` once got only its interval).
+    #[test]
+    fn a_far_sides_flags_read_back_as_the_judging_that_wrote_them() {
+        let here = Judging::from_user(
+            250,
+            2.5,
+            20.0,
+            vec!["http://127.0.0.1:3001".into(), "http://10.0.0.2:80".into()],
+        );
+        let watch = ["debugtop-cli", "--hello", "watch", "--json"]
+            .map(String::from)
+            .into_iter()
+            .chain(here.watch_flags());
+        let Command::Watch { monitor, .. } = Cli::parse_from(watch).command else {
+            panic!("watch");
+        };
+        assert_eq!(monitor.judging.judging(monitor.interval), here);
+        let audit = ["debugtop-cli", "--hello", "audit", "--json"]
+            .map(String::from)
+            .into_iter()
+            .chain(here.audit_flags());
+        let Command::Audit { args, .. } = Cli::parse_from(audit).command else {
+            panic!("audit");
+        };
+        let there = audit_config(&args).judging;
+        assert_eq!(
+            (there.grace, there.stuck_after, there.extra_servers),
+            (here.grace, here.stuck_after, here.extra_servers)
         );
     }
 }

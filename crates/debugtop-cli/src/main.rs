@@ -24,7 +24,6 @@ use debugtop_core::model::{
 };
 use debugtop_core::safe_fs::Visibility;
 use debugtop_core::sampler::{self, Config, Engine};
-use debugtop_core::sources::Sources;
 
 mod fleet;
 mod serve;
@@ -183,11 +182,9 @@ fn say(line: &str) -> anyhow::Result<()> {
 }
 
 async fn audit_now(args: &AuditArgs) -> anyhow::Result<audit::AuditRun> {
-    let config = audit_config(args);
-    let mut sources = Sources::new(&config.sources()).context("cannot start the collector")?;
-    audit::audit(&mut sources, &config)
+    audit::audit_here(&audit_config(args))
         .await
-        .context("cannot read the process table")
+        .context("cannot audit this machine")
 }
 
 async fn snapshot(

@@ -38,13 +38,15 @@ fn shlex_words(s: &str) -> Vec<String> {
 
 fn quick(engines: Engines) -> StreamConfig {
     StreamConfig {
-        interval: Duration::from_millis(500),
+        judging: debugtop_core::judging::Judging {
+            interval: Duration::from_millis(500),
+            ..Default::default()
+        },
         stale_after: Duration::from_secs(2),
         restart_after: Duration::from_secs(20),
         hello_within: Duration::from_secs(20),
         backoff_first: Duration::from_millis(300),
         backoff_max: Duration::from_secs(1),
-        watch_args: Vec::new(),
         engines,
     }
 }

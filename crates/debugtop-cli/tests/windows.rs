@@ -390,13 +390,15 @@ async fn a_windows_machine_is_a_cmd_target_of_the_linux_cli_audited_and_killed_a
 
     // The stream the app shows a target from: the Windows tree, live, across the command.
     let config = debugtop_core::targets::StreamConfig {
-        interval: Duration::from_millis(1000),
+        judging: debugtop_core::judging::Judging {
+            interval: Duration::from_millis(1000),
+            ..Default::default()
+        },
         stale_after: Duration::from_secs(10),
         restart_after: Duration::from_secs(60),
         hello_within: Duration::from_secs(60),
         backoff_first: Duration::from_millis(300),
         backoff_max: Duration::from_secs(2),
-        watch_args: Vec::new(),
         engines: debugtop_core::targets::Engines::default(),
     };
     let feed = debugtop_core::targets::spawn_stream(

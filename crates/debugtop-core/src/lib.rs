@@ -15,6 +15,7 @@
 pub mod actions;
 pub mod delta;
 pub mod error;
+pub mod judging;
 pub mod report;
 pub mod sampler;
 pub mod sources;

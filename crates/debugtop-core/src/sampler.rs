@@ -39,6 +39,19 @@ impl Default for Config {
     }
 }
 
+impl Config {
+    /// The sampler `judging` asks for: its interval, sources and verdicts.
+    pub fn judging(judging: &crate::judging::Judging) -> Self {
+        let mut c = Self {
+            interval: judging.interval,
+            sources: SourcesConfig::judging(judging),
+            ..Self::default()
+        };
+        c.state.verdicts = crate::state::rules::VerdictConfig::judging(judging);
+        c
+    }
+}
+
 /// One tick's result as published: the update the views draw, the live table a kill is
 /// planned against, and the snapshot before redaction an export is made from (neither is ever
 /// sent to a view).

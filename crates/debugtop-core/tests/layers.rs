@@ -27,7 +27,7 @@ fn layer(module: &str) -> Option<u8> {
         // The crates below the engine, re-exported.
         "model" | "redact" => 0,
         "win32" | "os" | "safe_fs" | "collect" => 1,
-        "error" => 2,
+        "error" | "judging" => 2,
         "delta" => 3,
         "sources" | "state" => 4,
         "report" | "targets" => 5,

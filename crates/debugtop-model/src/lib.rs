@@ -68,8 +68,4 @@ pub use timeline::{TimelineEvent, TimelineKind};
 pub use tree::{proc_node_id, Counterparts, NodeKind, NodeStatus, TreeNode};
 pub use update::{audit_result, AuditResult, FleetAudit, TargetAudit, Update};
 
-/// The default grace: how long a condition must hold before it is a finding. Six seconds,
-/// because the server's own force-kill of a worker that does not exit fires at five.
-pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(6);
-
 pub use error::{Error, Result};

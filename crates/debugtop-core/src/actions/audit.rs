@@ -6,9 +6,9 @@
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::model::{audit_result, AuditResult, Finding, LiveTable, DEFAULT_GRACE};
+use crate::judging::Judging;
+use crate::model::{audit_result, AuditResult, Finding, LiveTable};
 use crate::sources::{Observe, SourcesConfig};
-use crate::state::rules::stuck::StuckThresholds;
 use crate::state::rules::{Mode, VerdictConfig};
 use crate::state::{State, StateConfig};
 
@@ -24,34 +24,24 @@ const WATCH_SPACING: Duration = Duration::from_secs(1);
 /// What an audit is told, from a front end's flags or settings.
 #[derive(Debug, Clone)]
 pub struct AuditConfig {
-    /// How long a log-dated condition must have held (a session ended this long ago and its
-    /// worker still runs).
-    pub grace: Duration,
-    /// Servers given by URL.
-    pub extra_servers: Vec<String>,
+    /// How it judges (the grace, when a session is stuck, servers given by URL; the interval
+    /// is the audit's own).
+    pub judging: Judging,
     /// Redact the findings' text (`home` shown as `~`).
     pub redact: bool,
     /// The user's home directory.
     pub home: Option<String>,
-    /// When a session counts as stuck.
-    pub stuck: StuckThresholds,
     /// How long to keep looking before answering (0: the few samples an audit takes).
     pub watch_for: Duration,
 }
 
 impl AuditConfig {
-    /// From a grace in seconds as users give it: negative or not a number means the default.
-    pub fn new(grace_secs: f64, extra_servers: Vec<String>) -> Self {
-        let grace = (grace_secs.is_finite() && grace_secs >= 0.0)
-            .then(|| Duration::try_from_secs_f64(grace_secs.min(3600.0)).ok())
-            .flatten()
-            .unwrap_or(DEFAULT_GRACE);
+    /// An audit that judges as `judging` says, redacted, answering after its few samples.
+    pub fn new(judging: Judging) -> Self {
         Self {
-            grace,
-            extra_servers,
+            judging,
             redact: true,
             home: crate::redact::home_dir(),
-            stuck: StuckThresholds::default(),
             watch_for: Duration::ZERO,
         }
     }
@@ -66,28 +56,16 @@ impl AuditConfig {
         self
     }
 
-    /// A session starting, or waiting on a DAP request, longer than `secs` is stuck (as
-    /// users give it: negative or not a number keeps the default).
-    pub fn stuck_after(mut self, secs: f64) -> Self {
-        self.stuck = self.stuck.after(secs);
-        self
-    }
-
     /// What the sources need.
     pub fn sources(&self) -> SourcesConfig {
-        SourcesConfig {
-            extra_servers: self.extra_servers.clone(),
-            ..SourcesConfig::default()
-        }
+        SourcesConfig::judging(&self.judging)
     }
 
     fn state(&self) -> StateConfig {
         StateConfig {
             verdicts: VerdictConfig {
-                grace: self.grace,
                 mode: Mode::Audit,
-                stuck: self.stuck,
-                ..VerdictConfig::default()
+                ..VerdictConfig::judging(&self.judging)
             },
             redact: self.redact,
             home: self.home.clone(),
@@ -111,6 +89,13 @@ pub struct AuditRun {
     pub took: Duration,
 }
 
+/// Audits this machine: its live sources as `config` says, then [`audit`]. The one local
+/// audit of the CLI, the app and a fleet's `local` entry.
+pub async fn audit_here(config: &AuditConfig) -> Result<AuditRun> {
+    let mut sources = crate::sources::Sources::new(&config.sources())?;
+    audit(&mut sources, config).await
+}
+
 /// Runs the audit over `sources`: two samples, then more while a condition is waiting for
 /// its grace (a finding that must hold that long even in an audit), at most the grace and a
 /// second — and, with [`AuditConfig::watch_for`], one a second until that has passed.
@@ -119,7 +104,7 @@ pub async fn audit(sources: &mut impl Observe, config: &AuditConfig) -> Result<A
     let mut last = None;
     let started = std::time::Instant::now();
     // A condition seen late in a watched audit still gets its grace.
-    let limit = config.watch_for + config.grace + Duration::from_secs(1);
+    let limit = config.watch_for + config.judging.grace + Duration::from_secs(1);
     let mut i = 0;
     while i < SAMPLES
         || (state.pending() > 0 && started.elapsed() < limit)
@@ -157,7 +142,11 @@ mod tests {
 
     #[test]
     fn watch_for_is_taken_as_users_give_it() {
-        let w = |secs: f64| AuditConfig::new(6.0, Vec::new()).watch_for(secs).watch_for;
+        let w = |secs: f64| {
+            AuditConfig::new(Judging::default())
+                .watch_for(secs)
+                .watch_for
+        };
         assert_eq!(w(40.0), Duration::from_secs(40));
         assert_eq!(w(0.0), Duration::ZERO);
         assert_eq!(w(-3.0), Duration::ZERO);

@@ -10,14 +10,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::audit::{audit, AuditConfig};
+use super::audit::{audit_here, AuditConfig};
 use super::kill::KillRequest;
 use crate::error::{Error, Result};
 use crate::model::{
     AuditResult, FleetAudit, Hello, KillAnswer, KillPlan, KillReport, KillTarget, PidOutcome,
     ProcId, Snapshot, Target, TargetAudit, TargetFailure,
 };
-use crate::sources::Sources;
 use crate::targets::{run_once, Answer, Engines};
 
 /// How long one target's audit may take (login, the samples, the grace, the answer).
@@ -65,19 +64,13 @@ fn answer_error(target: &Target, what: &str, a: &Answer, e: &serde_json::Error) 
 
 /// The far side's arguments for an audit with `config`.
 fn audit_args(config: &AuditConfig) -> Vec<String> {
-    let mut args: Vec<String> = ["--hello", "audit", "--json", "--grace"]
-        .map(String::from)
-        .into();
-    args.push(config.grace.as_secs_f64().to_string());
-    for s in &config.extra_servers {
-        args.extend(["--server".to_owned(), s.clone()]);
-    }
+    let mut args: Vec<String> = ["--hello", "audit", "--json"].map(String::from).into();
+    args.extend(config.judging.audit_flags());
     args
 }
 
 async fn audit_local(config: &AuditConfig) -> Result<AuditResult> {
-    let mut sources = Sources::new(&config.sources())?;
-    Ok(audit(&mut sources, config).await?.result)
+    Ok(audit_here(config).await?.result)
 }
 
 async fn audit_remote(

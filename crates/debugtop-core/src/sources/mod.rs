@@ -59,6 +59,16 @@ impl Default for SourcesConfig {
     }
 }
 
+impl SourcesConfig {
+    /// What the sources read as `judging` says (its servers given by URL).
+    pub fn judging(judging: &crate::judging::Judging) -> Self {
+        Self {
+            extra_servers: judging.extra_servers.clone(),
+            ..Self::default()
+        }
+    }
+}
+
 /// The live sources of this machine.
 #[derive(Debug)]
 pub struct Sources {

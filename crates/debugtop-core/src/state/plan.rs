@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::model::{KillPlan, KillTarget, LiveTable, Proc, Refusal, Role, SelfInfo, Via};
 
 /// Default time between SIGTERM and SIGKILL.
-pub const DEFAULT_GRACE: Duration = Duration::from_millis(3000);
+pub const DEFAULT_TERM_WAIT: Duration = Duration::from_millis(3000);
 /// The longest grace anyone may ask for (a plan waits at most this long per signal).
 pub const MAX_GRACE: Duration = Duration::from_secs(60);
 /// The grace for processes that ignore SIGTERM in practice (spinning orphans, §4.3 of the
@@ -33,7 +33,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         Self {
             tree: true,
-            grace: DEFAULT_GRACE,
+            grace: DEFAULT_TERM_WAIT,
         }
     }
 }

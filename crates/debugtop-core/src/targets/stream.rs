@@ -18,13 +18,14 @@ use super::hello::check_hello;
 use super::once::{read_capped, start};
 use super::MAX_LINE;
 use crate::error::Error;
+use crate::judging::Judging;
 use crate::model::{Target, TargetFailure, TargetState, TargetStatus, Update};
 
 /// How a stream is paced and judged.
 #[derive(Debug, Clone)]
 pub struct StreamConfig {
-    /// The far side's tick interval.
-    pub interval: Duration,
+    /// How the far side looks and judges (its `watch` gets every setting as a flag).
+    pub judging: Judging,
     /// Silence after which the tree is marked stale.
     pub stale_after: Duration,
     /// Silence after which the command is killed and restarted.
@@ -35,8 +36,6 @@ pub struct StreamConfig {
     pub backoff_first: Duration,
     /// The longest retry delay.
     pub backoff_max: Duration,
-    /// Extra arguments for the far side's `watch` (`--server URL`, …).
-    pub watch_args: Vec<String>,
     /// The programs that reach targets.
     pub engines: Engines,
 }
@@ -44,13 +43,12 @@ pub struct StreamConfig {
 impl Default for StreamConfig {
     fn default() -> Self {
         Self {
-            interval: Duration::from_secs(1),
+            judging: Judging::default(),
             stale_after: Duration::from_secs(5),
             restart_after: Duration::from_secs(45),
             hello_within: Duration::from_secs(30),
             backoff_first: Duration::from_secs(1),
             backoff_max: Duration::from_secs(30),
-            watch_args: Vec::new(),
             engines: Engines::from_env(),
         }
     }
@@ -207,11 +205,8 @@ pub fn stream_command(target: &Target, config: &StreamConfig) -> Option<String> 
 }
 
 fn watch_args(config: &StreamConfig) -> Vec<String> {
-    let mut args: Vec<String> = ["--hello", "watch", "--json", "--interval"]
-        .map(String::from)
-        .into();
-    args.push(config.interval.as_millis().to_string());
-    args.extend(config.watch_args.iter().cloned());
+    let mut args: Vec<String> = ["--hello", "watch", "--json"].map(String::from).into();
+    args.extend(config.judging.watch_flags());
     args
 }
 

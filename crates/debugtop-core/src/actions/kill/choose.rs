@@ -51,7 +51,7 @@ fn chosen<F: AsRef<Finding>>(
     let grace = |suggested: Option<u64>| {
         opts.grace
             .or(suggested.map(Duration::from_millis))
-            .unwrap_or(plan::DEFAULT_GRACE)
+            .unwrap_or(plan::DEFAULT_TERM_WAIT)
             .min(MAX_GRACE)
     };
     match request {

@@ -32,7 +32,7 @@ use super::plan::{self, PlanOptions, PlanTrace, SHORT_GRACE};
 use super::world::World;
 use crate::model::{
     short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, ProcId,
-    ServerInfo, Severity, DEFAULT_GRACE,
+    ServerInfo, Severity,
 };
 
 /// How findings are confirmed.
@@ -64,11 +64,22 @@ pub struct VerdictConfig {
 impl Default for VerdictConfig {
     fn default() -> Self {
         Self {
-            grace: DEFAULT_GRACE,
+            grace: crate::judging::DEFAULT_GRACE,
             spin_cpu: 25.0,
             mode: Mode::Live,
             stuck: stuck::StuckThresholds::default(),
             duplicate_quiet: DUPLICATE_QUIET,
+        }
+    }
+}
+
+impl VerdictConfig {
+    /// Verdicts as `judging` says (its grace, when a session is stuck), live.
+    pub fn judging(judging: &crate::judging::Judging) -> Self {
+        Self {
+            grace: judging.grace,
+            stuck: stuck::StuckThresholds::default().after(judging.stuck_after),
+            ..Self::default()
         }
     }
 }

@@ -27,30 +27,25 @@ pub struct StuckThresholds {
 
 impl Default for StuckThresholds {
     fn default() -> Self {
+        let after = crate::judging::DEFAULT_STUCK_AFTER;
         Self {
-            start: std::time::Duration::from_secs(10),
-            request: std::time::Duration::from_secs(10),
-            debuggee: std::time::Duration::from_secs(10),
+            start: after,
+            request: after,
+            debuggee: after,
             server_timeout: std::time::Duration::from_secs(30),
         }
     }
 }
 
 impl StuckThresholds {
-    /// The start, request and debuggee thresholds at `secs` (up to an hour; negative or not
-    /// a number keeps them); the server's own timeout stays what the server uses.
-    pub fn after(self, secs: f64) -> Self {
-        match (secs.is_finite() && secs >= 0.0)
-            .then(|| std::time::Duration::try_from_secs_f64(secs.min(3600.0)).ok())
-            .flatten()
-        {
-            Some(d) => Self {
-                start: d,
-                request: d,
-                debuggee: d,
-                ..self
-            },
-            None => self,
+    /// The start, request and debuggee thresholds at `after`; the server's own timeout stays
+    /// what the server uses.
+    pub fn after(self, after: std::time::Duration) -> Self {
+        Self {
+            start: after,
+            request: after,
+            debuggee: after,
+            ..self
         }
     }
 }
