@@ -23,7 +23,11 @@ use serde_json::json;
 fn engine(stuck_after: f64) -> Engine {
     let mut c = Config::default();
     c.sources.health_timeout = Duration::from_millis(700);
-    c.state.verdicts.stuck = c.state.verdicts.stuck.after(Duration::from_secs_f64(stuck_after));
+    c.state.verdicts.stuck = c
+        .state
+        .verdicts
+        .stuck
+        .after(Duration::from_secs_f64(stuck_after));
     Engine::new(c).expect("engine")
 }
 

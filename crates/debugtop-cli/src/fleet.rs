@@ -109,7 +109,7 @@ pub async fn snapshot(
     let fleet = core_fleet::snapshot_targets(targets, local, no_redact, &Engines::from_env()).await;
     let text = match format {
         Format::Json => printable::json(&fleet, true)? + "\n",
-        Format::Md => core_fleet::fleet_markdown(&fleet),
+        Format::Md => debugtop_core::report::markdown::render_fleet(&fleet),
     };
     crate::write_out(out.as_deref(), &text)?;
     let failed = fleet

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::ids::short;
+use super::lifecycle::{HttpEnd, SessionState};
 use super::logs::{LogEvent, LogEventKind};
 use super::process::ServerMode;
-use super::sessions::{HttpEnd, SessionState};
 
 /// Where a fact comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]

@@ -1,11 +1,16 @@
 //! Findings: a condition that holds, with its evidence and what would fix it.
 
+use std::fmt;
+use std::str::FromStr;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_with::{DeserializeFromStr, SerializeDisplay};
 use ts_rs::TS;
 
-use super::ids::FindingId;
+use super::ids::{not_an_id, ProcId};
 use super::kill::KillPlan;
+use crate::error::Error;
 
 /// The stable finding kinds (the CLI's JSON and the GUI use the same strings).
 #[derive(
@@ -361,4 +366,105 @@ fn group_title(g: &FindingGroup) -> String {
         (_, Some(p)) => format!(" of server {p}"),
     };
     format!("{} {what}{of}", thousands(n))
+}
+
+/// A finding's stable id: its kind and the identity it concerns (a process identity, a debug
+/// session id, or a server's identity), written `kind:subject`. The same condition on the same
+/// identity has the same id in every run, so `debugtop-cli kill <id>` in another process finds
+/// it.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr,
+)]
+pub struct FindingId {
+    /// The kind.
+    pub kind: FindingKind,
+    /// What it concerns (`4242.881733`, a session id, …).
+    pub subject: String,
+}
+
+impl FindingId {
+    /// The id of a finding about a process.
+    pub fn of_proc(kind: FindingKind, id: ProcId) -> Self {
+        Self {
+            kind,
+            subject: id.to_string(),
+        }
+    }
+
+    /// The id of a finding about something else named by a token (a session id).
+    pub fn of(kind: FindingKind, subject: &str) -> Self {
+        Self {
+            kind,
+            subject: subject.to_owned(),
+        }
+    }
+
+    /// The process identity it concerns, when it concerns one.
+    pub fn proc(&self) -> Option<ProcId> {
+        self.subject.parse().ok()
+    }
+}
+
+impl fmt::Display for FindingId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind, self.subject)
+    }
+}
+
+impl FromStr for FindingId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let bad = || {
+            not_an_id(
+                "a finding id (kind:subject, e.g. leaked-adapter:4242.881733)",
+                s,
+            )
+        };
+        let (kind, subject) = s.split_once(':').ok_or_else(bad)?;
+        let kind = FindingKind::from_str(kind).map_err(|_| bad())?;
+        let ok = !subject.is_empty()
+            && subject.len() <= 200
+            && subject
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if !ok {
+            return Err(bad());
+        }
+        Ok(Self {
+            kind,
+            subject: subject.to_owned(),
+        })
+    }
+}
+
+string_in_schemas!(FindingId, "FindingId", {
+    "type": "string",
+    "description": "A finding id: kind:subject"
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finding_ids_parse_their_kind() {
+        let id: FindingId = "leaked-adapter:1019.7133"
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(id.kind, FindingKind::LeakedAdapter);
+        assert_eq!(id.proc(), Some(ProcId::new(1019, 7133)));
+        let s: FindingId = "session-without-worker:b85b4926-1c2d"
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(s.proc(), None);
+        for bad in [
+            "1234",
+            "leaked:1.2",
+            "leaked-adapter:",
+            "leaked-adapter:a b",
+            "x",
+        ] {
+            assert!(bad.parse::<FindingId>().is_err(), "{bad}");
+        }
+    }
 }

@@ -1,14 +1,13 @@
 //! Identities, spelt one way everywhere: a process is its pid *and* its start time (a pid alone
-//! is reused), a finding is its kind and the identity it concerns. Both print and parse through
-//! `Display`/`FromStr` and travel as those strings in JSON.
+//! is reused); pids and session ids are validated before they are trusted. A process identity
+//! prints and parses through `Display`/`FromStr` and travels as that string in JSON (a
+//! finding's id, made of a kind, lives beside the kinds in `finding`).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde_with::{DeserializeFromStr, SerializeDisplay};
-use ts_rs::TS;
 
-use super::finding::FindingKind;
 use crate::error::Error;
 
 /// A process identity: pid + start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
@@ -36,7 +35,7 @@ impl fmt::Display for ProcId {
     }
 }
 
-fn not_an_id(what: &'static str, s: &str) -> Error {
+pub(crate) fn not_an_id(what: &'static str, s: &str) -> Error {
     Error::NotAnId {
         what,
         text: s.chars().take(80).collect(),
@@ -55,121 +54,11 @@ impl FromStr for ProcId {
     }
 }
 
-impl TS for ProcId {
-    type WithoutGenerics = Self;
-    type OptionInnerType = Self;
-    fn name(_: &ts_rs::Config) -> String {
-        "string".into()
-    }
-    fn inline(_: &ts_rs::Config) -> String {
-        "string".into()
-    }
-}
-
-impl schemars::JsonSchema for ProcId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ProcId".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "pattern": "^[0-9]+\\.[0-9]+$",
-            "description": "A process identity: pid.start-ticks"
-        })
-    }
-}
-
-/// A finding's stable id: its kind and the identity it concerns (a process identity, a debug
-/// session id, or a server's identity), written `kind:subject`. The same condition on the same
-/// identity has the same id in every run, so `debugtop-cli kill <id>` in another process finds
-/// it.
-#[derive(
-    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, SerializeDisplay, DeserializeFromStr,
-)]
-pub struct FindingId {
-    /// The kind.
-    pub kind: FindingKind,
-    /// What it concerns (`4242.881733`, a session id, …).
-    pub subject: String,
-}
-
-impl FindingId {
-    /// The id of a finding about a process.
-    pub fn of_proc(kind: FindingKind, id: ProcId) -> Self {
-        Self {
-            kind,
-            subject: id.to_string(),
-        }
-    }
-
-    /// The id of a finding about something else named by a token (a session id).
-    pub fn of(kind: FindingKind, subject: &str) -> Self {
-        Self {
-            kind,
-            subject: subject.to_owned(),
-        }
-    }
-
-    /// The process identity it concerns, when it concerns one.
-    pub fn proc(&self) -> Option<ProcId> {
-        self.subject.parse().ok()
-    }
-}
-
-impl fmt::Display for FindingId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind, self.subject)
-    }
-}
-
-impl FromStr for FindingId {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let bad = || {
-            not_an_id(
-                "a finding id (kind:subject, e.g. leaked-adapter:4242.881733)",
-                s,
-            )
-        };
-        let (kind, subject) = s.split_once(':').ok_or_else(bad)?;
-        let kind = FindingKind::from_str(kind).map_err(|_| bad())?;
-        let ok = !subject.is_empty()
-            && subject.len() <= 200
-            && subject
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
-        if !ok {
-            return Err(bad());
-        }
-        Ok(Self {
-            kind,
-            subject: subject.to_owned(),
-        })
-    }
-}
-
-impl TS for FindingId {
-    type WithoutGenerics = Self;
-    type OptionInnerType = Self;
-    fn name(_: &ts_rs::Config) -> String {
-        "string".into()
-    }
-    fn inline(_: &ts_rs::Config) -> String {
-        "string".into()
-    }
-}
-
-impl schemars::JsonSchema for FindingId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "FindingId".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "A finding id: kind:subject"
-        })
-    }
-}
+string_in_schemas!(ProcId, "ProcId", {
+    "type": "string",
+    "pattern": "^[0-9]+\\.[0-9]+$",
+    "description": "A process identity: pid.start-ticks"
+});
 
 /// A pid as a positive decimal integer that fits the kernel's range; anything else — empty,
 /// signed, non-numeric, zero, overflowing — is `None`.
@@ -230,28 +119,6 @@ mod tests {
             serde_json::to_string(&id).unwrap_or_default(),
             "\"4242.881733\""
         );
-    }
-
-    #[test]
-    fn finding_ids_parse_their_kind() {
-        let id: FindingId = "leaked-adapter:1019.7133"
-            .parse()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(id.kind, FindingKind::LeakedAdapter);
-        assert_eq!(id.proc(), Some(ProcId::new(1019, 7133)));
-        let s: FindingId = "session-without-worker:b85b4926-1c2d"
-            .parse()
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(s.proc(), None);
-        for bad in [
-            "1234",
-            "leaked:1.2",
-            "leaked-adapter:",
-            "leaked-adapter:a b",
-            "x",
-        ] {
-            assert!(bad.parse::<FindingId>().is_err(), "{bad}");
-        }
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub const MAX_EXCERPTS: usize = 32;
 #[ts(export)]
 pub struct LogExcerpt {
     /// The finding it supports.
-    pub finding_id: Option<super::ids::FindingId>,
+    pub finding_id: Option<super::finding::FindingId>,
     /// The file.
     pub file: String,
     /// Number of the first line.
@@ -193,4 +193,15 @@ pub struct Snapshot {
 
 fn yes() -> bool {
     true
+}
+
+/// Export format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, TS)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum ExportFormat {
+    /// The `debugtop.snapshot/1` document.
+    Json,
+    /// A Markdown incident report, ready for a GitHub issue.
+    Md,
 }

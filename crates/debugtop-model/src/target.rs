@@ -275,28 +275,10 @@ impl FromStr for Target {
     }
 }
 
-impl TS for Target {
-    type WithoutGenerics = Self;
-    type OptionInnerType = Self;
-    fn name(_: &ts_rs::Config) -> String {
-        "string".into()
-    }
-    fn inline(_: &ts_rs::Config) -> String {
-        "string".into()
-    }
-}
-
-impl schemars::JsonSchema for Target {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Target".into()
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "string",
-            "description": "local, ssh:[user@]host[:port], docker:CONTAINER, kubectl:[-n NS] POD [-c C] or cmd:COMMAND"
-        })
-    }
-}
+string_in_schemas!(Target, "Target", {
+    "type": "string",
+    "description": "local, ssh:[user@]host[:port], docker:CONTAINER, kubectl:[-n NS] POD [-c C] or cmd:COMMAND"
+});
 
 /// What a far side can do (the hello line lists them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use super::facts::FactSource;
-use super::ids::FindingId;
+use super::finding::FindingId;
 
 /// What kind of event.
 #[derive(

@@ -7,8 +7,8 @@ use ts_rs::TS;
 
 use super::facts::Fact;
 use super::ids::ProcId;
+use super::lifecycle::{HttpEnd, SessionState};
 use super::process::{ProcState, Role};
-use super::sessions::{HttpEnd, SessionState};
 
 /// What a tree node stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]

@@ -254,3 +254,32 @@ fn shell_word(t: &Target) -> String {
     let s = t.to_string();
     shlex::try_quote(&s).map_or(s.clone(), |q| q.into_owned())
 }
+
+/// The schema tag of a fleet incident file.
+pub const FLEET_SCHEMA: &str = "debugtop.fleet/1";
+
+/// One target's part of a fleet incident file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct TargetSnapshot {
+    /// Where.
+    pub target: Target,
+    /// Who answered.
+    pub hello: Option<Hello>,
+    /// Its snapshot (redacted on the far side unless asked otherwise).
+    pub snapshot: Option<Snapshot>,
+    /// Why there is none.
+    pub error: Option<String>,
+}
+
+/// A fleet incident file (`"schema": "debugtop.fleet/1"`): every target's tree at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct Fleet {
+    /// `debugtop.fleet/1`.
+    pub schema: String,
+    /// When it was taken.
+    pub taken_at: DateTime<Utc>,
+    /// Each target.
+    pub targets: Vec<TargetSnapshot>,
+}

@@ -10,9 +10,6 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
-
 use crate::error::{Error, Result};
 use crate::model::budget::MAX_JSON_VALUES;
 use crate::model::{
@@ -20,6 +17,8 @@ use crate::model::{
     Snapshot, EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
 };
 use crate::report::markdown;
+
+pub use crate::model::ExportFormat;
 use crate::safe_fs::{open_as, Owner};
 
 /// The largest snapshot file read (a real one with 5,000 processes is ~ 10 MB).
@@ -28,17 +27,6 @@ pub const MAX_IMPORT: u64 = 64 * 1024 * 1024;
 const MAX_LOG_SCAN: u64 = 8 * 1024 * 1024;
 /// The most bytes of a `package.json` or `node_version.h` read.
 const MAX_SMALL_FILE: u64 = 64 * 1024;
-
-/// Export format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, TS)]
-#[serde(rename_all = "kebab-case")]
-#[ts(export)]
-pub enum ExportFormat {
-    /// The `debugtop.snapshot/1` document.
-    Json,
-    /// A Markdown incident report, ready for a GitHub issue.
-    Md,
-}
 
 /// The snapshot in a format, ready to write.
 pub fn render(s: &Snapshot, format: ExportFormat) -> Result<String> {
@@ -173,7 +161,7 @@ pub fn import(text: &str) -> Result<Snapshot> {
 }
 
 /// The one field read before the document is parsed (every other is skipped unbuilt).
-#[derive(Deserialize)]
+#[derive(serde::Deserialize)]
 struct SchemaTag {
     schema: Option<serde_json::Value>,
 }

@@ -6,9 +6,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
+use chrono::Utc;
 
 use super::audit::{audit_here, AuditConfig};
 use super::kill::KillRequest;
@@ -19,13 +17,13 @@ use crate::model::{
 };
 use crate::targets::{run_once, Answer, Engines};
 
+/// The fleet incident file's types, where the rest of the schema is.
+pub use crate::model::{Fleet, TargetSnapshot, FLEET_SCHEMA};
+
 /// How long one target's audit may take (login, the samples, the grace, the answer).
 pub const AUDIT_DEADLINE: Duration = Duration::from_secs(90);
 /// How long a remote kill may take (it waits up to the grace per process).
 pub const KILL_DEADLINE: Duration = Duration::from_secs(180);
-
-/// The schema tag of a fleet incident file.
-pub const FLEET_SCHEMA: &str = "debugtop.fleet/1";
 
 /// `a`'s body as a `T`, parsed within the memory budget of a document from elsewhere.
 fn parse_answer<T: serde::de::DeserializeOwned>(
@@ -235,32 +233,6 @@ pub async fn execute_remote(
     })
 }
 
-/// One target's part of a fleet incident file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[ts(export)]
-pub struct TargetSnapshot {
-    /// Where.
-    pub target: Target,
-    /// Who answered.
-    pub hello: Option<Hello>,
-    /// Its snapshot (redacted on the far side unless asked otherwise).
-    pub snapshot: Option<Snapshot>,
-    /// Why there is none.
-    pub error: Option<String>,
-}
-
-/// A fleet incident file (`"schema": "debugtop.fleet/1"`): every target's tree at one moment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS, schemars::JsonSchema)]
-#[ts(export)]
-pub struct Fleet {
-    /// `debugtop.fleet/1`.
-    pub schema: String,
-    /// When it was taken.
-    pub taken_at: DateTime<Utc>,
-    /// Each target.
-    pub targets: Vec<TargetSnapshot>,
-}
-
 /// Takes every remote target's snapshot (the far side's `snapshot --format json`); `local`
 /// is `local`'s own snapshot, given by the caller (it owns the local engine).
 pub async fn snapshot_targets(
@@ -324,38 +296,4 @@ async fn remote_snapshot(
         detail: format!("its snapshot cannot be read: {e}"),
     })?;
     Ok((a.hello, snap))
-}
-
-/// A fleet file as Markdown: each target's report under its name.
-pub fn fleet_markdown(f: &Fleet) -> String {
-    let mut o = format!(
-        "# debugtop fleet snapshot — {} target(s), {}\n\n",
-        f.targets.len(),
-        f.taken_at.to_rfc3339()
-    );
-    for t in &f.targets {
-        o.push_str(&format!(
-            "## Target `{}`\n\n",
-            crate::report::markdown::esc(&t.target.to_string())
-        ));
-        match (&t.snapshot, &t.error) {
-            (Some(s), _) => {
-                let md = crate::report::markdown::render(s);
-                // Each report's headings one level down, under the target's.
-                for line in md.lines() {
-                    if line.starts_with('#') {
-                        o.push('#');
-                    }
-                    o.push_str(line);
-                    o.push('\n');
-                }
-            }
-            (None, e) => o.push_str(&format!(
-                "Could not take a snapshot: {}\n",
-                crate::report::markdown::esc(e.as_deref().unwrap_or("no answer"))
-            )),
-        }
-        o.push('\n');
-    }
-    o
 }

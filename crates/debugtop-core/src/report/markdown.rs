@@ -11,7 +11,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::model::{
-    DebugSession, Finding, FindingKind, NodeKind, Severity, Snapshot, SourceState, TreeNode,
+    DebugSession, Finding, FindingKind, Fleet, NodeKind, Severity, Snapshot, SourceState, TreeNode,
 };
 
 /// Timeline rows shown (the newest).
@@ -437,6 +437,37 @@ fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
+}
+
+/// A fleet file as Markdown: each target's report under its name.
+pub fn render_fleet(f: &Fleet) -> String {
+    let mut o = format!(
+        "# debugtop fleet snapshot — {} target(s), {}\n\n",
+        f.targets.len(),
+        f.taken_at.to_rfc3339()
+    );
+    for t in &f.targets {
+        o.push_str(&format!("## Target `{}`\n\n", esc(&t.target.to_string())));
+        match (&t.snapshot, &t.error) {
+            (Some(s), _) => {
+                let md = render(s);
+                // Each report's headings one level down, under the target's.
+                for line in md.lines() {
+                    if line.starts_with('#') {
+                        o.push('#');
+                    }
+                    o.push_str(line);
+                    o.push('\n');
+                }
+            }
+            (None, e) => o.push_str(&format!(
+                "Could not take a snapshot: {}\n",
+                esc(e.as_deref().unwrap_or("no answer"))
+            )),
+        }
+        o.push('\n');
+    }
+    o
 }
 
 /// Escapes untrusted text for Markdown outside code: it renders as the same characters, and

@@ -1,24 +1,10 @@
 //! Plans held by the backend between being shown and being carried out: each named by an id,
 //! executed at most once, where it was made (here, or on a target).
 
-use serde::{Deserialize, Serialize};
-use ts_rs::TS;
-
 use super::KillRequest;
 use crate::error::{Error, Result};
+pub use crate::model::HeldPlan;
 use crate::model::KillPlan;
-
-/// A plan held by the backend, to be executed once by id: the webview (or any caller) names a
-/// plan, it never supplies one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-#[ts(export)]
-pub struct HeldPlan {
-    /// The id to execute it by.
-    #[ts(type = "number")]
-    pub id: u64,
-    /// What it will do.
-    pub plan: KillPlan,
-}
 
 /// Where a held plan is carried out.
 #[derive(Debug, Clone, PartialEq)]
