@@ -54,6 +54,16 @@ impl Default for StreamConfig {
     }
 }
 
+impl StreamConfig {
+    /// The silences after which the tree is stale and the stream restarted, for the far side's
+    /// interval: a far side told to look once a minute is not stale after five seconds.
+    pub fn silences(&self) -> (Duration, Duration) {
+        let interval = self.judging.interval;
+        let stale = self.stale_after.max(interval.saturating_mul(2));
+        (stale, self.restart_after.max(stale.saturating_mul(3)))
+    }
+}
+
 /// What a target's channel holds: its status and its latest update.
 #[derive(Debug, Clone)]
 pub struct Feed {
@@ -380,14 +390,15 @@ fn too_long(delivered: bool) -> Outcome {
 }
 
 async fn updates(config: &StreamConfig, pubr: &Publisher, lines: &mut Lines) -> Outcome {
+    let (stale_after, restart_after) = config.silences();
     let mut delivered = false;
     let mut silent = Duration::ZERO;
     let mut ignored = 0u64;
     loop {
-        let line = match tokio::time::timeout(config.stale_after, lines.next()).await {
+        let line = match tokio::time::timeout(stale_after, lines.next()).await {
             Err(_) => {
-                silent += config.stale_after;
-                if silent >= config.restart_after {
+                silent += stale_after;
+                if silent >= restart_after {
                     return Outcome::Failed(
                         TargetFailure::Stalled,
                         format!(
@@ -452,4 +463,23 @@ fn stale(pubr: &Publisher, silent: Duration) {
             silent.as_secs()
         ),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn silences_follow_the_far_sides_interval() {
+        let mut c = StreamConfig::default();
+        assert_eq!(
+            c.silences(),
+            (Duration::from_secs(5), Duration::from_secs(45))
+        );
+        c.judging.interval = Duration::from_secs(60);
+        assert_eq!(
+            c.silences(),
+            (Duration::from_secs(120), Duration::from_secs(360))
+        );
+    }
 }
