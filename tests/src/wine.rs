@@ -48,6 +48,49 @@ pub fn windows_node() -> PathBuf {
     kit().join(format!("node-{NODE_VERSION}/node.exe"))
 }
 
+/// Fails when the workspace's Windows build is older than a source it is built from: a plain
+/// `cargo test` builds the Linux side only, and would test yesterday's `.exe`. A program named
+/// by `DEBUGTOP_WINDOWS_CLI` is taken as it is.
+fn assert_built_after_its_sources(exe: &Path) {
+    if std::env::var_os("DEBUGTOP_WINDOWS_CLI").is_some() {
+        return;
+    }
+    let built = std::fs::metadata(exe)
+        .and_then(|m| m.modified())
+        .expect("the Windows build's time");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let crates = ["model", "redact", "collect", "core", "cli"]
+        .map(|c| root.join(format!("crates/debugtop-{c}")));
+    let mut newer = Vec::new();
+    for dir in &crates {
+        newest_after(&dir.join("src"), built, &mut newer);
+        newest_after(&dir.join("Cargo.toml"), built, &mut newer);
+    }
+    newest_after(&root.join("Cargo.lock"), built, &mut newer);
+    assert!(
+        newer.is_empty(),
+        "the Windows debugtop-cli at {} is older than {} of its sources (e.g. {}): run `cargo \
+         build -p debugtop-cli --target x86_64-pc-windows-gnu` (make test does)",
+        exe.display(),
+        newer.len(),
+        newer[0].display()
+    );
+}
+
+/// Every file at or under `path` changed after `than`.
+fn newest_after(path: &Path, than: std::time::SystemTime, out: &mut Vec<PathBuf>) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.is_dir() {
+        for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            newest_after(&e.path(), than, out);
+        }
+    } else if meta.modified().is_ok_and(|m| m > than) {
+        out.push(path.to_owned());
+    }
+}
+
 /// A path as a Windows program under Wine names it (`/tmp/x` → `Z:\tmp\x`).
 pub fn win(path: &Path) -> String {
     format!("Z:{}", path.to_string_lossy().replace('/', "\\"))
@@ -84,6 +127,7 @@ impl Wine {
             "the Windows debugtop-cli",
             "run `cargo build -p debugtop-cli --target x86_64-pc-windows-gnu` (make test does)",
         );
+        assert_built_after_its_sources(&windows_cli());
         let dir = tempfile::tempdir().expect("tempdir");
         let prefix = dir.path().join("prefix");
         let ok = Command::new("cp")

@@ -123,7 +123,8 @@ async fn a_leak_pages_through_prometheus_and_alertmanager_and_resolves_after_its
     let mut sessions = Vec::new();
     for i in 0..2 {
         let s = client.create_session("mock", &format!("fleet-{i}")).await;
-        client.start(&s, &fixture("mock/script.js")).await;
+        let started = client.start(&s, &fixture("mock/script.js")).await;
+        assert_eq!(started["success"], true, "start_debugging: {started}");
         sessions.push(s);
     }
     let healthy_until = Instant::now() + Duration::from_secs(15);

@@ -100,12 +100,19 @@ async fn the_image_on_the_hosts_pids_names_a_leak_held_on_the_host() {
     let server = Server::start(60_000);
     let client = Client::connect(&server.url()).await;
     let s = client.create_session("mock", "image-orphan").await;
-    client.start(&s, &fixture("mock/script.js")).await;
+    // Regression: on a loaded machine the session was not started yet when the server was
+    // killed, its worker went with it, and the exporter had nothing to name. The crash comes
+    // once the start succeeded and the worker has its adapter.
+    let started = client.start(&s, &fixture("mock/script.js")).await;
+    assert_eq!(started["success"], true, "start_debugging: {started}");
+    debugtop_e2e::wait_for(Duration::from_secs(60), || {
+        (descendants_of(server.pid()).len() >= 2).then_some(())
+    })
+    .expect("the worker and its adapter");
     let chain: Vec<Owned> = descendants_of(server.pid())
         .into_iter()
         .map(|(pid, _)| Owned::adopt(pid))
         .collect();
-    assert!(!chain.is_empty(), "the session has its worker");
     server.proc.signal(nix::sys::signal::Signal::SIGKILL);
 
     let port = free_port();

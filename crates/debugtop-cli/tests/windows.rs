@@ -125,8 +125,15 @@ async fn a_healthy_server_on_windows_node_audits_clean_with_its_windows_tree() {
         w["uid"].is_u64() && w["uid"] == s["uid"],
         "owners from the token's SID: {w} {s}"
     );
+    // Both times must be there: `None >= None` once passed this check with neither.
+    let started = |p: &Value| {
+        p["start_time"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .unwrap_or_else(|| panic!("a creation time: {p}"))
+    };
     assert!(
-        w["start_time"].as_str() >= s["start_time"].as_str(),
+        started(&w) >= started(&s),
         "creation times: the worker after its server"
     );
     assert!(
