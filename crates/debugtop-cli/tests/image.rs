@@ -30,12 +30,18 @@ fn static_cli() -> PathBuf {
             bin.display()
         );
     };
-    let newest = ["crates/debugtop-core/src", "crates/debugtop-cli/src"]
-        .iter()
-        .flat_map(|d| sources(&root.join(d)))
-        .chain([root.join("Cargo.lock")])
-        .filter_map(|p| modified(&p).map(|t| (t, p)))
-        .max();
+    let newest = [
+        "crates/debugtop-model/src",
+        "crates/debugtop-redact/src",
+        "crates/debugtop-collect/src",
+        "crates/debugtop-core/src",
+        "crates/debugtop-cli/src",
+    ]
+    .iter()
+    .flat_map(|d| sources(&root.join(d)))
+    .chain([root.join("Cargo.lock")])
+    .filter_map(|p| modified(&p).map(|t| (t, p)))
+    .max();
     if let Some((t, p)) = newest {
         assert!(
             built >= t,
