@@ -8,7 +8,7 @@
 //! its session closes; the server force-kills at 5 s) from ever raising a finding.
 //!
 //! To add a rule: a function `fn rule(ctx: &Ctx) -> Vec<Candidate>` in a child module, listed
-//! in [`RULES`], with a positive and a near-miss negative unit test.
+//! in [`RULES`], with a positive and a near-miss negative unit test in `tests/<that module>.rs`.
 
 mod adapters;
 mod chain;
