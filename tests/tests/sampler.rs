@@ -3,13 +3,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use debugtop_core::model::NodeKind;
-use debugtop_core::model::Role;
+use chrono::{DateTime, Utc};
+
+use debugtop_core::model::{NodeKind, Observation, Role};
 use debugtop_core::sampler::{self, Config, Engine};
+use debugtop_core::sources::{Observe, Sources};
+use debugtop_core::Result;
 use debugtop_e2e::{fixture, render, HeldZombie, Spawned, TreeGuard};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -51,11 +53,32 @@ async fn a_slow_consumer_never_slows_the_sampler() {
     running.task.abort();
 }
 
-/// A one-shot look (`snapshot`) starts no thread: no exit watcher (there is no next look to
-/// tell exits to) and no blocking reader (nothing else runs meanwhile); it still sees a real
-/// adapter of a gone server, with its CPU from one read.
-#[test]
-fn a_one_look_engine_starts_no_thread_and_still_sees_the_chain() {
+/// The real sources of this machine, each look's time written down.
+struct Counted {
+    sources: Sources,
+    looks: Arc<Mutex<Vec<DateTime<Utc>>>>,
+}
+
+impl Observe for Counted {
+    #[allow(clippy::manual_async_fn)] // the trait asks for a Send future
+    fn observe(&mut self) -> impl std::future::Future<Output = Result<Observation>> + Send {
+        async move {
+            let obs = self.sources.observe().await?;
+            self.looks.lock().unwrap().push(obs.at);
+            Ok(obs)
+        }
+    }
+}
+
+/// A one-shot `snapshot` takes exactly one look: the CLI's `snapshot` is
+/// `sampler::one_look_here(&Config::one_look(…))`, which is [`sampler::one_look`] over the real
+/// sources of that config — here the same, with the sources wrapped to count their looks. It
+/// once took two looks 250 ms apart (for CPU) and nothing failed if it went back to that: a
+/// second look fails this (tried). The snapshot is of that look (its time), and from it alone
+/// it has a real adapter of a gone server with its CPU (one read, over the process's life) and
+/// names what holds but has not held for its grace as not yet confirmed. Not a timing test.
+#[tokio::test(flavor = "current_thread")]
+async fn a_one_shot_snapshot_takes_exactly_one_look() {
     let dead = HeldZombie::new();
     let adapter = Spawned::spawn(
         Command::new("node")
@@ -64,39 +87,44 @@ fn a_one_look_engine_starts_no_thread_and_still_sees_the_chain() {
             .env("MCP_DEBUGGER_MAIN_PID", dead.pid.to_string()),
     );
     let _g = TreeGuard::new(adapter.pid);
-    let started = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&started);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .on_thread_start(move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-        })
-        .build()
-        .unwrap();
-    let look = || {
-        let mut config = Config::default();
-        config.sources.one_look = true;
-        rt.block_on(async {
-            let mut engine = Engine::new(config).unwrap();
-            assert!(engine.exit_signal().is_none(), "one look watches no exits");
-            engine.tick().await.unwrap()
-        })
-    };
-    // Each try is a new one-shot look, until node has started.
+    let config = Config::one_look(Vec::new(), false);
+    // Each try is a new one-shot snapshot, until node has started.
     let mut last = String::new();
     for _ in 0..50 {
-        let u = look();
-        assert_eq!(started.load(Ordering::SeqCst), 0, "a thread was started");
-        if let Some(seen) = u.snapshot.processes.iter().find(|p| p.pid == adapter.pid) {
+        let looks = Arc::new(Mutex::new(Vec::new()));
+        let snap = sampler::one_look(&config, |c| {
+            Ok(Counted {
+                sources: Sources::new(c)?,
+                looks: Arc::clone(&looks),
+            })
+        })
+        .await
+        .unwrap();
+        let looks = looks.lock().unwrap().clone();
+        assert_eq!(
+            looks.len(),
+            1,
+            "a one-shot snapshot looked {} times: {looks:?}",
+            looks.len()
+        );
+        assert_eq!(looks, [snap.taken_at], "the snapshot is of that look");
+        if let Some(seen) = snap.processes.iter().find(|p| p.pid == adapter.pid) {
             if seen.role == Role::Adapter {
                 assert!(seen.sample.cpu_percent.is_some(), "{seen:?}");
+                assert!(
+                    snap.unconfirmed
+                        .iter()
+                        .any(|f| f.pids.contains(&adapter.pid)),
+                    "the leaked adapter is named as not yet confirmed: {:#?}",
+                    snap.unconfirmed
+                );
                 return;
             }
         }
-        last = render(&u.snapshot.tree);
-        std::thread::sleep(Duration::from_millis(100));
+        last = render(&snap.tree);
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the adapter was never seen by a one-shot look; last tree:\n{last}");
+    panic!("the adapter was never seen by a one-shot snapshot; last tree:\n{last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

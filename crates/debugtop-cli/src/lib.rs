@@ -110,7 +110,9 @@ pub enum Command {
         targets: Vec<Target>,
     },
     /// End a process (or what a finding names) safely: plan, SIGTERM, wait, SIGKILL, verify.
-    /// Exit 0 only if every targeted process is verified gone.
+    /// Exit 0 only if every targeted process is verified gone, 1 when not (or nothing is left
+    /// to signal, or it was not confirmed), 2 when no plan can be made (no such finding, or
+    /// one killing does not fix).
     Kill {
         /// A pid, or one or more finding ids from `audit` (e.g. `leaked-adapter:1234.5678`),
         /// killed in one plan.
@@ -130,7 +132,8 @@ pub enum Command {
         /// suggested grace, else 3000).
         #[arg(long, value_parser = clap::value_parser!(u64).range(0..=MAX_GRACE_MS))]
         grace_ms: Option<u64>,
-        /// Print the plan and stop.
+        /// Print the plan and stop: exit 0 when it signals something, 1 when it refuses
+        /// everything, 2 when no plan can be made.
         #[arg(long)]
         dry_run: bool,
         /// Do not ask for confirmation.

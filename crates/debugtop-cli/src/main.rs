@@ -213,30 +213,20 @@ fn write_out(out: Option<&std::path::Path>, text: &str) -> anyhow::Result<()> {
     }
 }
 
-/// One live snapshot of this machine, made ready for export: enriched through the real paths,
-/// then redacted unless `--no-redact`.
+/// One live snapshot of this machine (one look: `sampler::one_look_here`), made ready for
+/// export: enriched through the real paths, then redacted unless `--no-redact`.
 async fn take_snapshot(
     servers: Vec<String>,
     no_redact: bool,
 ) -> anyhow::Result<debugtop_core::model::Snapshot> {
-    let mut config = Config::default();
-    config.sources.extra_servers = servers;
-    // One look, no waiting: CPU over each process's life (as `ps` gives it), no exit watcher
-    // and no reading thread, and what holds now but has not held for its grace named as not
-    // yet confirmed.
-    config.sources.one_look = true;
-    config.state.publish_unconfirmed = true;
-    config.state.redact = !no_redact;
-    let home = config.state.home.clone();
-    let mut engine = Engine::new(config).context("cannot start the collector")?;
-    engine
-        .tick()
+    let config = Config::one_look(servers, !no_redact);
+    let raw = sampler::one_look_here(&config)
         .await
-        .context("cannot read the process table")?;
+        .context("cannot look at this machine")?;
     Ok(export::prepare(
-        &engine.raw_snapshot(),
+        &raw,
         !no_redact,
-        home.as_deref(),
+        config.state.home.as_deref(),
     ))
 }
 

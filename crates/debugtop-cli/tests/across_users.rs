@@ -9,6 +9,7 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::process::{Command, Output};
 
+use debugtop_core::judging::DEFAULT_STUCK_AFTER;
 use debugtop_e2e::mcp::Server;
 use debugtop_e2e::nobody::{require_root, Nobody};
 use serde_json::Value;
@@ -30,6 +31,16 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
+/// A look-alike session of `nobody`'s whose worker's log names root's real server as its
+/// adapter: the claim is evidence, never a plan — in the audit's findings, and in `kill` of
+/// the finding by id or by kind, which refuse it (exit 2: killing does not fix it).
+///
+/// The `kill` part could not fail: it ignored the exit code and looked only for root's pid,
+/// and `kill` (default thresholds) did not see the finding yet, so both runs failed with "no
+/// current finding" and passed. It now waits until the finding is current for `kill` and
+/// asserts the refusal; with the log's claim trusted (the planner's tie check dropped) the
+/// dry run plans root's server and exits 0, and this fails (tried, the audit's assertions set
+/// aside).
 #[test]
 fn a_kill_is_never_steered_onto_roots_server_by_another_users_logs() {
     require_root("a_kill_is_never_steered_onto_roots_server_by_another_users_logs");
@@ -62,16 +73,50 @@ fn a_kill_is_never_steered_onto_roots_server_by_another_users_logs() {
         )) && evidence.contains("an unconfirmed claim, not planned"),
         "{evidence}"
     );
+    // `kill` on that finding, alone or by its kind for the look-alike's server, is refused:
+    // the only adapter named is an unconfirmed claim, so killing does not fix the session and
+    // nothing is planned, root's server least of all. A kill that cannot be planned exits 2
+    // (a dry run of a plan 0, of one that refuses everything 1). `kill` judges with the
+    // default thresholds: the finding is current once the start (dated by the look-alike's
+    // log) has been stuck that long.
+    let not_yet = "no current finding has the id stuck-session:evil-sess-1";
+    let by_id = debugtop_e2e::wait_for(DEFAULT_STUCK_AFTER * 6, || {
+        let out = run(&["kill", "stuck-session:evil-sess-1", "--dry-run"]);
+        if text(&out).contains(not_yet) {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            return None;
+        }
+        Some(out)
+    })
+    .unwrap_or_else(|| panic!("the look-alike's start never became a stuck session for kill"));
+    let server = fake.server.pid.to_string();
+    let by_kind = run(&[
+        "kill",
+        "--kind",
+        "stuck-session",
+        "--server",
+        &server,
+        "--dry-run",
+    ]);
     let victim_line = format!("(pid {},", victim.pid());
-    for args in [
-        &["kill", "stuck-session:evil-sess-1", "--dry-run"][..],
-        &["kill", "--kind", "stuck-session", "--dry-run"][..],
+    for (out, refusal) in [
+        (
+            &by_id,
+            "finding stuck-session:evil-sess-1 is not fixed by killing: close the session \
+             (close_debug_session evil-sess-1)"
+                .to_owned(),
+        ),
+        (
+            &by_kind,
+            format!("no current stuck-session finding of server {server} is fixed by killing"),
+        ),
     ] {
-        let out = run(args);
+        let shown = text(out);
+        assert_eq!(out.status.code(), Some(2), "{shown}");
+        assert!(shown.contains(&refusal), "{refusal:?} in:\n{shown}");
         assert!(
-            !text(&out).contains(&victim_line),
-            "{args:?}:\n{}",
-            text(&out)
+            !shown.contains(&victim_line) && !shown.contains("SIGTERM"),
+            "nothing planned:\n{shown}"
         );
     }
     assert!(victim.health().is_ok(), "root's server still answers");
@@ -195,7 +240,13 @@ fn another_users_terminal_escapes_are_shown_never_sent() {
             text(out)
         );
     }
+    // A dry run of a plan that signals something exits 0, and the plan names the worker.
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
     let plan = text(&plan);
+    assert!(
+        plan.contains(&format!("SIGTERM worker (pid {},", worker.pid)),
+        "{plan}"
+    );
     assert!(
         plan.contains("\\x1b]52;c;ZXZpbA==\\x07"),
         "shown as text: {plan}"

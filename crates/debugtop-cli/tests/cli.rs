@@ -537,19 +537,18 @@ fn regression_force_was_refused_at_execution_now_it_takes_the_pid_and_its_descen
 
 /// mimalloc asked the kernel for transparent huge pages on its arenas: a `watch` held 18 MB of
 /// them within a second, and about twice the memory over an hour (BENCHMARKS.md, "Without
-/// transparent huge pages"). The allocator is built without (`no_thp`). Only a kernel in
-/// `madvise` mode tells who asked: in `always` every process gets them, in `never` none does.
+/// transparent huge pages"). The allocator is built without (`no_thp`).
+///
+/// Judged in every THP mode by the asking itself: a mapping advised `MADV_HUGEPAGE` carries
+/// `hg` in its `VmFlags` (`/proc/<pid>/smaps`) whatever the system's mode, and none of the
+/// watch's may. What it holds (`AnonHugePages`) tells who asked only in `madvise` mode (in
+/// `always` every process gets them, in `never` none does), so that is judged there too. Was a
+/// silent pass outside `madvise` mode (it returned early); dropping `no_thp` fails it on
+/// `VmFlags` alone (tried).
 #[test]
 fn regression_a_watch_held_transparent_huge_pages_it_asked_for() {
     let mode =
         std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
-    if !mode.contains("[madvise]") {
-        eprintln!(
-            "not judged: transparent huge pages here are {:?}",
-            mode.trim()
-        );
-        return;
-    }
     let mut watch =
         debugtop_e2e::Spawned::spawn(cli().args(["watch", "--json", "--interval", "100"]));
     let hello = watch.read_line(std::time::Duration::from_secs(30));
@@ -557,13 +556,54 @@ fn regression_a_watch_held_transparent_huge_pages_it_asked_for() {
     for _ in 0..5 {
         watch.read_line(std::time::Duration::from_secs(30));
     }
-    let huge_kb = debugtop_e2e::kib_field(watch.pid, "smaps_rollup", "AnonHugePages")
-        .expect("smaps_rollup has AnonHugePages");
-    let rss_kb = debugtop_e2e::kib_field(watch.pid, "status", "VmRSS").unwrap_or(0);
-    assert_eq!(
-        huge_kb, 0,
-        "the watch holds {huge_kb} kB of huge pages (RSS {rss_kb} kB)"
+    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", watch.pid))
+        .expect("/proc/<pid>/smaps of the watch");
+    let advised = huge_page_advised(&smaps);
+    assert!(
+        smaps.lines().any(|l| l.starts_with("VmFlags:")),
+        "this kernel shows no VmFlags in smaps: nothing to judge by\n{smaps}"
     );
+    assert!(
+        advised.is_empty(),
+        "the watch asked for huge pages (MADV_HUGEPAGE) on {} mapping(s):\n{}",
+        advised.len(),
+        advised.join("\n")
+    );
+    if mode.contains("[madvise]") {
+        let huge_kb = debugtop_e2e::kib_field(watch.pid, "smaps_rollup", "AnonHugePages")
+            .expect("smaps_rollup has AnonHugePages");
+        let rss_kb = debugtop_e2e::kib_field(watch.pid, "status", "VmRSS").unwrap_or(0);
+        assert_eq!(
+            huge_kb, 0,
+            "the watch holds {huge_kb} kB of huge pages (RSS {rss_kb} kB)"
+        );
+    } else {
+        eprintln!(
+            "AnonHugePages not judged (it tells who asked only in madvise mode): THP here is {:?}",
+            mode.trim()
+        );
+    }
+}
+
+/// The mappings of an `smaps` whose `VmFlags` hold `hg` (advised `MADV_HUGEPAGE`), by their
+/// header lines.
+fn huge_page_advised(smaps: &str) -> Vec<String> {
+    let mut header = "";
+    let mut out = Vec::new();
+    for line in smaps.lines() {
+        if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if flags.split_whitespace().any(|f| f == "hg") {
+                out.push(header.to_owned());
+            }
+        } else if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|range| range.contains('-') && !range.ends_with(':'))
+        {
+            header = line;
+        }
+    }
+    out
 }
 
 /// One raw HTTP/1.1 exchange with `serve`: the status line, the head and the body.

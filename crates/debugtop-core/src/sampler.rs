@@ -67,6 +67,44 @@ pub struct Published {
     pub took: Duration,
 }
 
+impl Config {
+    /// A one-shot look (the CLI's `snapshot`): one look, no waiting — a process's CPU is its
+    /// life's average (as `ps` gives it), no exit watcher and no reading thread — and what holds
+    /// now but has not held for its grace named as not yet confirmed. `servers`: also asked for
+    /// `/health` by URL; `redact`: as published.
+    pub fn one_look(servers: Vec<String>, redact: bool) -> Self {
+        let mut c = Self::default();
+        c.sources.extra_servers = servers;
+        c.sources.one_look = true;
+        c.state.publish_unconfirmed = true;
+        c.state.redact = redact;
+        c
+    }
+}
+
+/// One look at this machine, as `config` says (see [`Config::one_look`]): the snapshot before
+/// redaction, for an export (`actions::export::prepare`).
+pub async fn one_look_here(config: &Config) -> Result<Arc<crate::model::Snapshot>> {
+    one_look(config, Sources::new).await
+}
+
+/// [`one_look_here`] over the sources `open` makes of `config.sources` (this machine's, or a
+/// test's wrapper around them): exactly one observation, stepped once. A one-shot snapshot
+/// waits for no second look (it once took two, 250 ms apart, for CPU).
+pub async fn one_look<O: Observe>(
+    config: &Config,
+    open: impl FnOnce(&SourcesConfig) -> Result<O>,
+) -> Result<Arc<crate::model::Snapshot>> {
+    let mut sources = open(&config.sources)?;
+    let mut state = State::new(config.state.clone());
+    let obs = sources
+        .observe()
+        .instrument(tracing::trace_span!("sources"))
+        .await?;
+    state.step(obs);
+    Ok(state.raw_snapshot())
+}
+
 /// Sources and state, driven one tick at a time.
 #[derive(Debug)]
 pub struct Engine {
