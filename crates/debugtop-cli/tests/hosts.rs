@@ -54,6 +54,96 @@ fn gone(pid: u32) -> bool {
     state_of(pid).is_none_or(|s| s == 'Z' || s == 'X')
 }
 
+/// The identities (pid, start ticks) of processes the test started.
+fn identities(owned: &[Owned]) -> Vec<(u32, u64)> {
+    owned.iter().map(|o| (o.pid, o.ticks)).collect()
+}
+
+/// The identity a finding is about (its id's subject, `kind:pid.ticks`), when it is a process.
+fn subject_of(f: &Value) -> Option<(u32, u64)> {
+    let (_, subject) = f["id"].as_str()?.split_once(':')?;
+    let (pid, ticks) = subject.split_once('.')?;
+    Some((pid.parse().ok()?, ticks.parse().ok()?))
+}
+
+/// Every target of a plan, as identities (`pid.start-ticks`).
+fn plan_identities(plan: &Value) -> Vec<(u32, u64)> {
+    plan["targets"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let pid = t["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+            match (pid, t["start_ticks"].as_u64()) {
+                (Some(pid), Some(ticks)) => (pid, ticks),
+                _ => panic!("a target without an identity: {t:#}"),
+            }
+        })
+        .collect()
+}
+
+/// Refuses (panics) unless every target of `plan` — and the main process of the container it
+/// ends, if any — is one of `ours`, by pid and start ticks: a plan that reaches anything the
+/// test did not start is never executed.
+fn assert_only_ours(what: &str, plan: &Value, ours: &[(u32, u64)]) {
+    let targets = plan_identities(plan);
+    assert!(
+        !targets.is_empty(),
+        "{what}: a plan with no target: {plan:#}"
+    );
+    for (pid, ticks) in &targets {
+        assert!(
+            ours.contains(&(*pid, *ticks)),
+            "refusing to execute {what}: its plan targets {pid}.{ticks}, which this test did not \
+             start (ours: {ours:?}): {plan:#}"
+        );
+    }
+    if let Some(c) = plan["container"].as_object() {
+        let main = c["main_pid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
+            .zip(c["main_start_ticks"].as_u64());
+        assert!(
+            main.is_some_and(|m| ours.contains(&m)),
+            "refusing to execute {what}: it ends a container whose main process is not ours: \
+             {plan:#}"
+        );
+    }
+}
+
+/// Kills what the finding `id` plans, as root, only after a dry run showed every target to be
+/// the test's own (`assert_only_ours`), and then only those identities (`--only`: anything the
+/// plan holds by then that was not confirmed is refused, not signalled). `env` reaches the CLI
+/// (docker's command). The answer (`KillAnswer`).
+fn kill_ours(id: &str, ours: &[(u32, u64)], env: &[(&str, String)]) -> Value {
+    let run = |args: &[&str]| {
+        let mut cmd = cli();
+        cmd.arg("kill").arg(id).args(args);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "kill {id} {args:?}: {answer:#} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        answer
+    };
+    let dry = run(&["--dry-run", "--json"]);
+    assert!(dry["report"].is_null(), "a dry run executed: {dry:#}");
+    assert_only_ours(id, &dry["plan"], ours);
+    let only: Vec<String> = plan_identities(&dry["plan"])
+        .iter()
+        .map(|(pid, ticks)| format!("{pid}.{ticks}"))
+        .collect();
+    let answer = run(&["--yes", "--json", "--only", &only.join(",")]);
+    assert_only_ours(id, &answer["plan"], ours);
+    answer
+}
+
 /// The host's configuration: every server, and for mcp-debugger one mock session.
 fn config(dir: &std::path::Path) -> std::path::PathBuf {
     let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
@@ -235,15 +325,9 @@ fn a_crashed_host_leaves_exactly_the_eof_ignoring_server_orphaned() {
     );
     drop(watch);
 
+    // Executed only once its plan is shown to hold the test's own processes alone.
     let id = f["id"].as_str().unwrap().to_owned();
-    let out = cli().args(["kill", &id, "--yes"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    kill_ours(&id, &identities(&owned), &[]);
     assert!(
         wait_for(Duration::from_secs(5), || (gone(eof) && gone(eof_child))
             .then_some(()))
@@ -667,17 +751,19 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
     }
     drop(watch);
 
-    // One kill per chain (the spinner's two findings share one plan).
-    for f in findings.iter().filter(|f| f["kind"] != "spinning") {
-        let id = f["id"].as_str().unwrap();
-        let out = cli().args(["kill", id, "--yes"]).output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{id}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    // One kill per chain (the spinner's two findings share one plan): the findings about the
+    // test's own processes (by identity), each executed only once its plan is shown to hold
+    // the test's own processes alone.
+    let ours = identities(&owned);
+    let mine: Vec<&Value> = findings
+        .iter()
+        .filter(|f| f["kind"] != "spinning")
+        .filter(|f| subject_of(f).is_some_and(|s| ours.contains(&s)))
+        .collect();
+    // bare, helper, npx, sh→node, sh→python and the spinner.
+    assert_eq!(mine.len(), 6, "one finding per surviving chain: {mine:#?}");
+    for f in mine {
+        kill_ours(f["id"].as_str().unwrap(), &ours, &[]);
     }
     wait_for(Duration::from_secs(10), || {
         survivors.iter().all(|p| gone(*p)).then_some(())
@@ -800,13 +886,18 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
     // which can come half a minute late, and quiet servers' counters are read one scan in
     // four. 90 s was missed once in four runs on this 2-core machine (cause not seen: the
     // message below says what the monitor saw); a deadline, not a timing.
+    // The finding about the old memory server itself, by identity (any other duplicate on
+    // the machine is not this test's).
+    let old_memory = owned
+        .iter()
+        .find(|o| o.pid == memory)
+        .map(|o| format!("duplicate-server:{}.{}", o.pid, o.ticks))
+        .unwrap();
     let found = wait_for(Duration::from_secs(150), || {
         let lines = stream.lock().unwrap();
         let u: Value = serde_json::from_str(lines.last()?).ok()?;
         let fs = u["snapshot"]["findings"].as_array()?.clone();
-        fs.iter()
-            .any(|f| f["kind"] == "duplicate-server")
-            .then_some(fs)
+        fs.iter().any(|f| f["id"] == old_memory).then_some(fs)
     })
     .unwrap_or_else(|| {
         panic!(
@@ -854,12 +945,13 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
     assert_eq!(audited[0]["kind"], "duplicate-server");
     assert_eq!(finding_pids(audited[0]), [memory]);
 
-    // The monitor's plan, executed as shown (only the identities it named).
-    let only: Vec<String> = dup["plan"]["targets"]
-        .as_array()
-        .unwrap()
+    // The monitor's plan, executed as shown (only the identities it named), once it is shown
+    // to hold the test's own processes alone.
+    assert_eq!(dup["id"], old_memory.as_str(), "{dup:#}");
+    assert_only_ours("the duplicate's plan", &dup["plan"], &identities(&owned));
+    let only: Vec<String> = plan_identities(&dup["plan"])
         .iter()
-        .map(|t| format!("{}.{}", t["pid"], t["start_ticks"]))
+        .map(|(pid, ticks)| format!("{pid}.{ticks}"))
         .collect();
     let out = cli()
         .args(["kill", &memory.to_string(), "--tree", "--yes", "--only"])
@@ -885,7 +977,7 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
         let lines = stream.lock().unwrap();
         let u: Value = serde_json::from_str(lines.last()?).ok()?;
         let fs = u["snapshot"]["findings"].as_array()?;
-        (!fs.iter().any(|f| f["kind"] == "duplicate-server")).then_some(())
+        (!fs.iter().any(|f| f["id"] == old_memory.as_str())).then_some(())
     });
     cleared.expect("the finding went with the old server");
     drop(watch);
@@ -1046,21 +1138,26 @@ fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through
     );
 
     // Ended through docker: the container is gone (and removed: --rm), the other one runs.
+    // Only once the plan is shown to end the test's own container (named by the test, its
+    // main process and what runs under it, by identity) and nothing else.
+    let leak_id = dockerd.docker(&["inspect", "--format", "{{.Id}}", &names[0]]);
+    let leak_id = String::from_utf8_lossy(&leak_id.stdout).trim().to_owned();
+    let planned_id = f["plan"]["container"]["id"].as_str().unwrap();
+    assert!(
+        !planned_id.is_empty() && leak_id.starts_with(planned_id),
+        "the plan ends container {planned_id}, not the test's {leak_id}: {f:#}"
+    );
+    let mut ours = identities(&owned);
+    ours.push((leak, debugtop_e2e::procs::start_ticks(leak).unwrap()));
+    ours.extend(descendants(leak));
     let id = f["id"].as_str().unwrap();
-    let out = cli()
-        .args(["kill", id, "--yes", "--json"])
-        .env(
+    let answer = kill_ours(
+        id,
+        &ours,
+        &[(
             debugtop_core::targets::DOCKER_COMMAND_ENV,
             dockerd.command().join(" "),
-        )
-        .output()
-        .unwrap();
-    let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{answer:#} {}",
-        String::from_utf8_lossy(&out.stderr)
+        )],
     );
     let outcomes = answer["report"]["outcomes"].to_string();
     assert!(outcomes.contains("container-killed"), "{answer:#}");

@@ -143,54 +143,105 @@ mod document {
         base
     }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(6))]
-        /// Every shape, through every free-text string and every identity of both snapshots,
-        /// every run (the secret is what varies): none survives into the JSON or the Markdown,
-        /// and nothing is dropped for it.
-        #[test]
-        fn no_planted_secret_survives_either_export(raw in "Zq[A-Za-z0-9]{10,18}") {
-            for base in [sample_snapshot(), host_snapshot()].map(every_section) {
-                let clean = serde_json::to_value(&base).unwrap();
-                let leaves = free_text_leaves(&clean);
-                prop_assert!(leaves.len() > 50, "only {} free-text leaves", leaves.len());
-                let ids = identity_leaves(&clean, &leaves);
-                prop_assert!(ids.len() >= 3, "only {} identity leaves", ids.len());
-                for section in ["/tree", "/unconfirmed", "/groups", "/servers", "/findings", "/timeline", "/processes", "/sources"] {
-                    prop_assert!(
-                        leaves.iter().chain(ids.iter().map(|(p, _)| p)).any(|p| p.starts_with(section)),
-                        "no string of {section} is planted"
-                    );
-                }
-                for shape in 0..SHAPES.len() + 2 {
-                    let (planted, secret) = plant(shape, &raw);
-                    let mut v = clean.clone();
-                    for p in &leaves {
-                        if let Some(Value::String(x)) = v.pointer_mut(p) {
-                            *x = format!("{x} {planted}");
-                        }
-                    }
-                    for (p, id) in &ids {
-                        if let Some(x) = v.pointer_mut(p) {
-                            *x = Value::String(id.replace("PLANTED", &raw));
-                        }
-                    }
-                    let mut s: Snapshot = serde_json::from_value(v).unwrap();
-                    let counts = (s.processes.len(), s.findings.len(), s.unconfirmed.len(), s.groups.len(), s.sources.len());
-                    redact_snapshot(&mut s, Some("/home/dev"));
-                    let json = serde_json::to_string(&s).unwrap();
-                    let md = crate::report::markdown::render(&s);
-                    for secret in [&secret, &raw] {
-                        prop_assert!(!json.contains(secret), "{planted:?} survived in the JSON");
-                        prop_assert!(!md.contains(secret), "{planted:?} survived in the Markdown");
-                    }
-                    prop_assert_eq!(
-                        counts,
-                        (s.processes.len(), s.findings.len(), s.unconfirmed.len(), s.groups.len(), s.sources.len()),
-                        "something was dropped"
-                    );
+    /// Plants every shape (with the secret `raw`) in every free-text string and every identity
+    /// of both snapshots, one shape at a time, and redacts each through the snapshot path
+    /// (`redact_snapshot`): none may survive into the JSON or the Markdown, and nothing may be
+    /// dropped for it. Returns how many (snapshot, shape) pairs went through.
+    fn every_shape_through_the_snapshot_path(raw: &str) -> Result<usize, String> {
+        let mut through = 0;
+        for base in [sample_snapshot(), host_snapshot()].map(every_section) {
+            let clean = serde_json::to_value(&base).unwrap();
+            let leaves = free_text_leaves(&clean);
+            if leaves.len() <= 50 {
+                return Err(format!("only {} free-text leaves", leaves.len()));
+            }
+            let ids = identity_leaves(&clean, &leaves);
+            if ids.len() < 3 {
+                return Err(format!("only {} identity leaves", ids.len()));
+            }
+            for section in [
+                "/tree",
+                "/unconfirmed",
+                "/groups",
+                "/servers",
+                "/findings",
+                "/timeline",
+                "/processes",
+                "/sources",
+            ] {
+                if !leaves
+                    .iter()
+                    .chain(ids.iter().map(|(p, _)| p))
+                    .any(|p| p.starts_with(section))
+                {
+                    return Err(format!("no string of {section} is planted"));
                 }
             }
+            for shape in 0..SHAPES.len() + 2 {
+                let (planted, secret) = plant(shape, raw);
+                let mut v = clean.clone();
+                for p in &leaves {
+                    if let Some(Value::String(x)) = v.pointer_mut(p) {
+                        *x = format!("{x} {planted}");
+                    }
+                }
+                for (p, id) in &ids {
+                    if let Some(x) = v.pointer_mut(p) {
+                        *x = Value::String(id.replace("PLANTED", raw));
+                    }
+                }
+                let mut s: Snapshot = serde_json::from_value(v).unwrap();
+                let counts = |s: &Snapshot| {
+                    (
+                        s.processes.len(),
+                        s.findings.len(),
+                        s.unconfirmed.len(),
+                        s.groups.len(),
+                        s.sources.len(),
+                    )
+                };
+                let before = counts(&s);
+                redact_snapshot(&mut s, Some("/home/dev"));
+                let json = serde_json::to_string(&s).unwrap();
+                let md = crate::report::markdown::render(&s);
+                for secret in [secret.as_str(), raw] {
+                    if json.contains(secret) {
+                        return Err(format!("shape {shape}: {planted:?} survived in the JSON"));
+                    }
+                    if md.contains(secret) {
+                        return Err(format!(
+                            "shape {shape}: {planted:?} survived in the Markdown"
+                        ));
+                    }
+                }
+                if before != counts(&s) {
+                    return Err(format!("shape {shape}: something was dropped"));
+                }
+                through += 1;
+            }
+        }
+        Ok(through)
+    }
+
+    /// Every shape through the snapshot path, every run, whatever proptest draws: fixed
+    /// secrets (short and long, lower and upper case), both snapshots, all shapes.
+    #[test]
+    fn every_shape_is_redacted_through_the_snapshot_path_on_every_run() {
+        for raw in ["Zq0123456789", "ZqAbCdEfGhIjKlMnOp"] {
+            match every_shape_through_the_snapshot_path(raw) {
+                Ok(n) => assert_eq!(n, 2 * (SHAPES.len() + 2), "every shape of both snapshots"),
+                Err(e) => panic!("secret {raw}: {e}"),
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(6))]
+        /// The free-form part: any secret, through every shape of both snapshots.
+        #[test]
+        fn no_planted_secret_survives_either_export(raw in "Zq[A-Za-z0-9]{10,18}") {
+            let r = every_shape_through_the_snapshot_path(&raw);
+            prop_assert!(r.is_ok(), "{}", r.err().unwrap_or_default());
         }
     }
 
