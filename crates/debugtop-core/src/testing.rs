@@ -680,6 +680,7 @@ fn sample_finding(p: &SampleProcs) -> Finding {
             "still running with it: debuggee 1031, watchdog 1040".into(),
         ],
         since: at(-8),
+        confirmed_at: Some(at(-2)),
         suggested_action: "kill adapter 1019, its group and what it started".into(),
         plan: Some(plan),
     }

@@ -206,12 +206,30 @@ pub struct Finding {
     pub server_pid: Option<u32>,
     /// Plain sentences with the facts and their sources.
     pub evidence: Vec<String>,
-    /// Since when it holds (as far as the evidence shows).
+    /// Since when it holds: when the condition was first seen, or earlier when the evidence
+    /// dates it (a log line, a process's start, the last byte a silent twin moved).
     pub since: DateTime<Utc>,
+    /// When it was confirmed: it had held for its grace (or its two samples) then. `None` while
+    /// it waits (a one-shot look names what it saw, unconfirmed) and in files older than this
+    /// field.
+    #[serde(default)]
+    pub confirmed_at: Option<DateTime<Utc>>,
     /// What to do, in words.
     pub suggested_action: String,
     /// The kill plan that would fix it, when killing is the fix.
     pub plan: Option<KillPlan>,
+}
+
+impl Finding {
+    /// When its condition was first seen and when it was confirmed, in words (UTC): "since
+    /// 16:00:03, confirmed 16:00:40 (UTC)" — what an incident report says of every finding.
+    pub fn dates(&self) -> String {
+        let t = |d: DateTime<Utc>| d.format("%H:%M:%S");
+        match self.confirmed_at {
+            Some(c) => format!("since {}, confirmed {} (UTC)", t(self.since), t(c)),
+            None => format!("since {} (UTC), not confirmed yet", t(self.since)),
+        }
+    }
 }
 
 /// Findings of one kind and cause, as one line of the findings pane with one bulk plan:

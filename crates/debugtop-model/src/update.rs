@@ -144,6 +144,7 @@ fn write_finding(o: &mut String, f: &Finding) -> std::fmt::Result {
         .unwrap_or_default();
     let id = f.id.to_string();
     writeln!(o, "{sev} {} — {}{sid}{srv}", f.kind, one_line(&id))?;
+    writeln!(o, "    {}", f.dates())?;
     for e in &f.evidence {
         writeln!(o, "    - {}", one_line(e))?;
     }

@@ -87,7 +87,7 @@ fn finding(f: &Finding, o: &mut String) -> std::fmt::Result {
     if let Some(p) = f.server_pid {
         meta.push(format!("server {p}"));
     }
-    meta.push(format!("since {}", f.since.format("%H:%M:%S")));
+    meta.push(f.dates());
     writeln!(o, "{}", meta.join(" · "))?;
     writeln!(o)?;
     for e in &f.evidence {

@@ -110,6 +110,7 @@ mod tests {
             server_pid: Some(999),
             evidence: vec![format!("worker {pid} names its owner 999")],
             since: at(0),
+            confirmed_at: None,
             suggested_action: String::new(),
             plan: None,
         };

@@ -37,9 +37,16 @@ server_pid: number | null,
  */
 evidence: Array<string>, 
 /**
- * Since when it holds (as far as the evidence shows).
+ * Since when it holds: when the condition was first seen, or earlier when the evidence
+ * dates it (a log line, a process's start, the last byte a silent twin moved).
  */
 since: string, 
+/**
+ * When it was confirmed: it had held for its grace (or its two samples) then. `None` while
+ * it waits (a one-shot look names what it saw, unconfirmed) and in files older than this
+ * field.
+ */
+confirmed_at: string | null, 
 /**
  * What to do, in words.
  */

@@ -302,6 +302,7 @@ pub fn about(kind: FindingKind, severity: Severity, p: &Proc, now: DateTime<Utc>
         server_pid: p.server_pid,
         evidence: Vec::new(),
         since: now,
+        confirmed_at: None,
         suggested_action: String::new(),
         plan: None,
     }
@@ -346,11 +347,30 @@ pub const RULES: &[(FindingKind, Rule)] = &[
     (FindingKind::StuckSession, stuck::stuck_session),
 ];
 
+/// `f` dated: since the evidence or its first sight (`now` when neither; never later than the
+/// rule said), confirmed `at`. Last step's very allocation when neither date changed.
+fn dated(
+    mut f: Arc<Finding>,
+    seen: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+    at: DateTime<Utc>,
+) -> Arc<Finding> {
+    let since = seen.unwrap_or(now).min(f.since);
+    if since != f.since || f.confirmed_at != Some(at) {
+        let g = Arc::make_mut(&mut f);
+        g.since = since;
+        g.confirmed_at = Some(at);
+    }
+    f
+}
+
 /// Runs the rules step after step, remembering since when each condition holds.
 #[derive(Debug, Default)]
 pub struct Evaluator {
     config: VerdictConfig,
     first_seen: BTreeMap<FindingId, DateTime<Utc>>,
+    /// When each condition still holding was first confirmed.
+    confirmed_at: BTreeMap<FindingId, DateTime<Utc>>,
     /// Conditions that held at the last evaluation but not yet long enough.
     unconfirmed: Vec<Arc<Finding>>,
     memo: RefCell<FindingMemo>,
@@ -362,6 +382,7 @@ impl Evaluator {
         Self {
             config,
             first_seen: BTreeMap::new(),
+            confirmed_at: BTreeMap::new(),
             unconfirmed: Vec::new(),
             memo: RefCell::default(),
         }
@@ -417,26 +438,25 @@ impl Evaluator {
     }
 
     /// The candidates that held long enough; the rest kept as unconfirmed; since when each
-    /// held remembered.
+    /// held, and when each was confirmed, remembered.
     fn confirm(&mut self, candidates: Vec<Candidate>, now: DateTime<Utc>) -> Vec<Arc<Finding>> {
         let mut seen = BTreeMap::new();
+        let mut confirmed = BTreeMap::new();
         let mut out = Vec::new();
         self.unconfirmed.clear();
         for c in candidates {
             let first = self.first_seen.get(&c.finding.id).copied();
             seen.insert(c.finding.id.clone(), first.unwrap_or(now));
             if self.ripe(&c, first, now) {
-                let mut f = c.finding;
-                let since = c.evidence_at.unwrap_or(first.unwrap_or(now)).min(f.since);
-                if since != f.since {
-                    Arc::make_mut(&mut f).since = since;
-                }
-                out.push(f);
+                let at = self.confirmed_at.get(&c.finding.id).copied().unwrap_or(now);
+                confirmed.insert(c.finding.id.clone(), at);
+                out.push(dated(c.finding, c.evidence_at.or(first), now, at));
             } else {
                 self.unconfirmed.push(c.finding);
             }
         }
         self.first_seen = seen;
+        self.confirmed_at = confirmed;
         out
     }
 

@@ -62,6 +62,7 @@ fn finding(d: &DebugSession, server: u32, state: SessionState, ctx: &Ctx<'_>) ->
         server_pid: Some(server),
         evidence,
         since: ctx.now(),
+        confirmed_at: None,
         suggested_action: format!(
             "close the session (close_debug_session {}) or restart the server",
             d.id

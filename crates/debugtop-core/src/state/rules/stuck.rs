@@ -356,6 +356,7 @@ fn candidate(ctx: &Ctx<'_>, d: &DebugSession, server: u32, s: Stall) -> Candidat
         server_pid: Some(server),
         evidence: s.evidence,
         since: ctx.now(),
+        confirmed_at: None,
         suggested_action: s.action,
         plan,
     };

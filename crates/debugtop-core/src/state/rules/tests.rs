@@ -156,6 +156,7 @@ fn memo_follows(kind: FindingKind, subject: u32, base: impl Fn(i64) -> Obs, chan
     };
     let without_since = |f: &Finding| Finding {
         since: at(0),
+        confirmed_at: None,
         ..f.clone()
     };
     let mut s = State::new(config());

@@ -171,3 +171,43 @@ fn a_remembered_orphan_follows_its_own_change_and_a_changed_target() {
     assert_eq!(argv(3), "node adapter.js --v2");
     assert!(steps.iter().all(|(f, _)| f.since == crate::testing::at(0)));
 }
+
+/// A finding says when its condition was first seen and when it was confirmed, and keeps both
+/// while it holds: an incident report reads "since 0 s, confirmed 6 s" at every later step.
+#[test]
+fn a_finding_is_dated_when_first_seen_and_when_confirmed() {
+    let steps = orphan_over_steps(|t| {
+        Obs::at(t)
+            .proc(worker(300, "s-0").owner(999).ppid(1).build())
+            .proc(worker(301, "s-1").owner(999).ppid(1).build())
+    });
+    for (f, _) in &steps {
+        assert_eq!(f.since, crate::testing::at(0), "first seen at 0");
+        assert_eq!(
+            f.confirmed_at,
+            Some(crate::testing::at(6)),
+            "confirmed once the 6 s grace had passed, and then no later"
+        );
+    }
+    // Near miss: what waits for its grace is not confirmed.
+    let mut s = State::new(StateConfig {
+        publish_unconfirmed: true,
+        ..StateConfig::default()
+    });
+    let o = |t| {
+        Obs::at(t)
+            .proc(worker(300, "s-0").owner(999).ppid(1).build())
+            .build()
+    };
+    let _ = s.step(o(0));
+    let snap = s.step(o(3)).snapshot;
+    assert!(snap.findings.is_empty());
+    assert!(
+        snap.unconfirmed
+            .iter()
+            .all(|f| f.confirmed_at.is_none() && f.since == crate::testing::at(0)),
+        "{:?}",
+        snap.unconfirmed
+    );
+    assert!(!snap.unconfirmed.is_empty());
+}
