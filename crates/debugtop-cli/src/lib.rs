@@ -235,6 +235,7 @@ pub struct AuditArgs {
     pub judging: JudgingArgs,
     /// Keep looking this many seconds before answering (on this machine): what shows only over
     /// time is judged too — a duplicate-server needs one twin silent for 30 s, then the grace
+    /// (whenever the silence began: `--watch-for 40` reaches it with the default grace)
     #[arg(long, default_value_t = 0.0, value_name = "SECS")]
     pub watch_for: f64,
 }

@@ -1172,3 +1172,129 @@ fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through
     owned.clear();
     drop(dockerd);
 }
+
+/// Two live hosts side by side. One reconnects its Python time server (the PyPI
+/// `mcp-server-time`, MCP SDK 2.x, which moves the wire off fds 0 and 1), started through a
+/// `sh -c` wrapper as `uvx` starts it: the wrapper holds the host's pipe and moves no byte of
+/// its own, its server does. The other runs every server twice on purpose (time and memory,
+/// the second copies 2 s after the first, as a desktop host with two MCP subsystems does) and
+/// talks only to the younger copies.
+fn twin_hosts_configs(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests");
+    let memory = tests.join("node_modules/@modelcontextprotocol/server-memory/dist/index.js");
+    let time = tests.join(".venv/bin/mcp-server-time");
+    let reconnecting = json!({
+        "servers": [
+            {"cmd": ["sh", "-c", "\"$0\"; exit $?", time]},
+            {"cmd": ["node", memory], "env": {"MEMORY_FILE_PATH": dir.join("memory-a.json")}},
+        ],
+        "then": {"afterMs": 3000, "restart": [0], "pingMs": 2000},
+    });
+    let paired = json!({
+        "servers": [
+            {"cmd": [time]},
+            {"cmd": ["node", memory], "env": {"MEMORY_FILE_PATH": dir.join("memory-b.json")}},
+        ],
+        "then": {"afterMs": 2000, "restart": [0, 1], "pingMs": 2000},
+    });
+    let (a, b) = (dir.join("reconnecting.json"), dir.join("paired.json"));
+    std::fs::write(&a, reconnecting.to_string()).unwrap();
+    std::fs::write(&b, paired.to_string()).unwrap();
+    (a, b)
+}
+
+/// Starts a host with a `then` and waits for its `twins` line: (host, first servers, twins).
+fn start_twinning_host(config: &std::path::Path) -> (Spawned, Vec<u32>, Vec<u32>) {
+    let (mut host, servers) = start_host(config, &[]);
+    let said = host.read_line(Duration::from_secs(60));
+    let twins = said
+        .strip_prefix("twins ")
+        .unwrap_or_else(|| panic!("host said {said:?}"))
+        .split(' ')
+        .map(|p| p.parse().unwrap())
+        .collect();
+    (host, servers, twins)
+}
+
+/// `audit --json --watch-for 40` (README's promise), started `after` from now, in a thread.
+fn watched_audit_after(after: Duration) -> std::thread::JoinHandle<(Option<i32>, Value)> {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let out = cli()
+            .args(["audit", "--json", "--watch-for", "40"])
+            .output()
+            .unwrap();
+        let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        doc["test: started after s"] = json!(after.as_secs());
+        doc["test: stderr"] = json!(String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), doc)
+    })
+}
+
+/// Issue 38, items 1 and 2. A watched audit reaches the verdict `watch` reaches, whenever it is
+/// started relative to the silence: three audits, started 0, 12 and 24 s after the reconnect,
+/// each name the wrapped old time server (before the fix, the wrapped newer twin's silent
+/// wrapper made it look silent too: 0 audits of 3 found it with `uvx`). The host that keeps
+/// its copies on purpose gets nothing from any of them.
+#[test]
+fn a_watched_audit_finds_a_wrapped_python_twin_whenever_started_and_paired_hosts_get_nothing() {
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempfile::tempdir().unwrap();
+    let (reconnecting, paired) = twin_hosts_configs(dir.path());
+    let (mut host_a, servers_a, twins_a) = start_twinning_host(&reconnecting);
+    let (mut host_b, servers_b, twins_b) = start_twinning_host(&paired);
+    let mut owned: Vec<Owned> = Vec::new();
+    for pid in servers_a
+        .iter()
+        .chain(&twins_a)
+        .chain(&servers_b)
+        .chain(&twins_b)
+    {
+        owned.push(Owned::adopt(*pid));
+    }
+    // The wrappers' Python servers are the test's too.
+    for wrapper in [servers_a[0], twins_a[0]] {
+        owned.extend(children_of(wrapper));
+    }
+    let old_time = owned
+        .iter()
+        .find(|o| o.pid == servers_a[0])
+        .map(|o| format!("duplicate-server:{}.{}", o.pid, o.ticks))
+        .unwrap();
+    let paired_pids: Vec<u32> = servers_b.iter().chain(&twins_b).copied().collect();
+    let audits: Vec<_> = [0, 12, 24]
+        .into_iter()
+        .map(|s| watched_audit_after(Duration::from_secs(s)))
+        .collect();
+    for audit in audits {
+        let (code, doc) = audit.join().unwrap();
+        let fs: Vec<&Value> = doc["findings"].as_array().into_iter().flatten().collect();
+        let found = fs.iter().find(|f| f["id"] == old_time.as_str());
+        let f = found.unwrap_or_else(|| panic!("{old_time} not found: {doc:#}"));
+        assert_eq!(code, Some(1), "{doc:#}");
+        assert_eq!(f["severity"], "warning", "{f:#}");
+        assert_eq!(finding_pids(f), [servers_a[0]], "the old wrapper: {f:#}");
+        let planned = planned_pids(f);
+        assert!(planned.contains(&servers_a[0]), "{f:#}");
+        assert!(
+            !planned.iter().any(|p| *p == twins_a[0] || *p == host_a.pid),
+            "the newer twin and the host are not in the plan: {f:#}"
+        );
+        for f in &fs {
+            let pids = finding_pids(f);
+            assert!(
+                !pids
+                    .iter()
+                    .any(|p| paired_pids.contains(p) || *p == twins_a[0]),
+                "a false finding: {f:#}"
+            );
+        }
+    }
+    for host in [&mut host_a, &mut host_b] {
+        host.signal(Signal::SIGKILL);
+        host.reap();
+    }
+    drop(owned);
+}

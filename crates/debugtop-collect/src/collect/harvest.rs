@@ -189,6 +189,33 @@ pub(crate) fn unlink_reused_parents(samples: &mut [Sample]) {
     }
 }
 
+/// The bytes a host's stdio server has moved: its own and those of every process under it that
+/// holds the same channel. A wrapper (`uvx`, `npx`, `sh -c`) hands the host's pipe to the
+/// server it starts and moves nothing itself: its own counters stand still while its server
+/// talks, and a wrapped twin that talks looked silent. `None` when its own are unreadable.
+fn chain_io_bytes(samples: &[Sample], at: usize, fds: &dyn FdView) -> Option<u64> {
+    let top = &samples[at];
+    let mut total = fds.io_bytes(top.pid)?;
+    let Some(channel) = top.channel else {
+        return Some(total);
+    };
+    let mut under = vec![top.pid];
+    // Parents come before children only by chance: walk until nothing new is found (the
+    // chain of a wrapper is two or three deep).
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for s in samples {
+            if s.channel == Some(channel) && under.contains(&s.ppid) && !under.contains(&s.pid) {
+                under.push(s.pid);
+                total = total.wrapping_add(fds.io_bytes(s.pid).unwrap_or(0));
+                grew = true;
+            }
+        }
+    }
+    Some(total)
+}
+
 /// Builds the [`ProcessTable`] from a full harvest: shared by every backend.
 pub(crate) fn finish(
     harvest: Harvest,
@@ -221,7 +248,7 @@ pub(crate) fn finish(
         if s.parent_writes_stdin && p.role == Role::Server {
             // No byte ever moved: the counters are not kept here (a server that answered its
             // host has read something), so silence cannot be told from them.
-            let bytes = fds.io_bytes(s.pid).filter(|bytes| *bytes > 0);
+            let bytes = chain_io_bytes(&samples, i, &*fds).filter(|bytes| *bytes > 0);
             stats.io_unmeasured += u32::from(bytes.is_none());
             p.sample.stdio_quiet_since =
                 bytes.and_then(|bytes| cache.note_io(s.pid, s.start_ticks, bytes, now));
@@ -260,5 +287,49 @@ mod tests {
         );
         assert_eq!(raw_owner(&w), Some(77));
         assert_eq!(raw_owner(&Signature::None), None);
+    }
+
+    /// A wrapper's counters with those of the processes under it on its channel.
+    struct Bytes(Vec<(u32, u64)>);
+
+    impl FdView for Bytes {
+        fn mark_parent_writers(&mut self, _: &mut [Sample]) {}
+        fn stdin_holders(&mut self, _: &mut [Proc]) {}
+        fn io_bytes(&self, pid: u32) -> Option<u64> {
+            self.0.iter().find(|(p, _)| *p == pid).map(|(_, b)| *b)
+        }
+    }
+
+    #[test]
+    fn a_wrappers_bytes_are_its_own_and_its_servers_on_the_same_channel() {
+        use crate::collect::relate::tests::sample;
+        let pipe = Some(debugtop_model::FdKind::Pipe { inode: 9 });
+        let other = Some(debugtop_model::FdKind::Pipe { inode: 10 });
+        let markers = debugtop_model::EnvMarkers::default();
+        // Listed child first: the walk does not rely on parents coming first.
+        let mut samples = vec![
+            sample(12, 11, "python3 server.py", markers.clone()),
+            sample(11, 10, "sh -c server", markers.clone()),
+            sample(13, 12, "helper", markers.clone()),
+            sample(14, 11, "logger", markers),
+        ];
+        samples[0].channel = pipe;
+        samples[1].channel = pipe;
+        samples[2].channel = pipe;
+        samples[3].channel = other;
+        let fds = Bytes(vec![(11, 0), (12, 500), (13, 7), (14, 1000)]);
+        assert_eq!(
+            chain_io_bytes(&samples, 1, &fds),
+            Some(507),
+            "not the logger's"
+        );
+        samples[1].channel = None;
+        assert_eq!(
+            chain_io_bytes(&samples, 1, &fds),
+            Some(0),
+            "no channel, its own"
+        );
+        let unreadable = Bytes(vec![(12, 500)]);
+        assert_eq!(chain_io_bytes(&samples, 1, &unreadable), None);
     }
 }

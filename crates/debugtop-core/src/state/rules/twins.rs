@@ -3,15 +3,24 @@
 //! per session and never closes the old ones. Nothing is orphaned — the host still holds every
 //! pipe — so the leak shows only over time: two children of one live host with the same
 //! command line, the older one silent (no byte read or written) while a newer twin started or
-//! talked. Twins that both talk, or that debugtop has not yet watched long enough, are nothing.
+//! talked. Twins that both talk, or that debugtop has not yet watched long enough, are nothing;
+//! so are the copies of a host that runs every server twice on purpose (a desktop host with two
+//! MCP subsystems, each starting its own set): every server of that host comes in the same
+//! number of copies, each set started together, and one copy may stay quiet for hours.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
 use super::hosts::live_host;
 use super::{about, secs, Candidate, Ctx};
 use crate::model::{FindingKind, KillPlan, Proc, Role, Severity};
+
+/// How close together a host that runs its servers in copies on purpose starts the copies of
+/// one server (measured: two subsystems of one desktop host, 2 s apart; room left for a slow
+/// start); a reconnect's new twin comes when a person edits a config, long after the old one.
+pub const PAIRED_WITHIN: Duration = Duration::from_secs(15);
 
 /// A stdio server of a live host that has read and written nothing for
 /// [`super::VerdictConfig::duplicate_quiet`] while a newer twin (same parent, same command
@@ -21,7 +30,14 @@ pub fn duplicate_server(ctx: &Ctx<'_>) -> Vec<Candidate> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for twins in twin_groups(ctx).values() {
+    let mut by_design: BTreeMap<u32, bool> = BTreeMap::new();
+    for ((host, _), twins) in &twin_groups(ctx) {
+        if *by_design
+            .entry(*host)
+            .or_insert_with(|| paired_by_design(ctx, *host))
+        {
+            continue;
+        }
         for (i, older) in twins.iter().enumerate() {
             let Some(quiet) = older
                 .sample
@@ -67,6 +83,37 @@ fn twin_groups<'a>(ctx: &'a Ctx<'_>) -> BTreeMap<(u32, &'a [String]), Vec<&'a Pr
     groups
 }
 
+/// Whether `host` keeps its stdio servers in copies by design: two or more servers, every one
+/// in the same number of copies (two or more), each set started within [`PAIRED_WITHIN`]. One
+/// server kept once, a set whose copies came apart in time, or a host with one server only (a
+/// quick reconnect looks the same) and the host is not one of those.
+fn paired_by_design(ctx: &Ctx<'_>, host: u32) -> bool {
+    let mut sets: BTreeMap<&[String], Vec<DateTime<Utc>>> = BTreeMap::new();
+    for p in ctx.procs().filter(|p| {
+        p.ppid == host
+            && p.role == Role::Server
+            && p.sample.state.is_alive()
+            && live_host(ctx, p).is_some()
+    }) {
+        sets.entry(&p.argv).or_default().push(p.start_time);
+    }
+    let Ok(within) = chrono::Duration::from_std(PAIRED_WITHIN) else {
+        return false;
+    };
+    let mut sizes = sets.values().map(Vec::len);
+    let Some(copies) = sizes.next() else {
+        return false;
+    };
+    sets.len() >= 2
+        && copies >= 2
+        && sizes.all(|n| n == copies)
+        && sets.values().all(|starts| {
+            let first = starts.iter().min();
+            let last = starts.iter().max();
+            first.zip(last).is_some_and(|(a, b)| *b - *a <= within)
+        })
+}
+
 /// The newer twin started after the older one fell silent, or talked since.
 fn started_or_talked_since(newer: &Proc, quiet: DateTime<Utc>) -> bool {
     newer.start_time >= quiet || newer.sample.stdio_quiet_since.is_some_and(|t| t > quiet)
@@ -85,6 +132,8 @@ fn finding(
         ctx.now(),
     );
     f.server_pid = Some(older.pid);
+    // The condition is the silence: dated from when it began.
+    f.since = quiet;
     let lines = ctx.command_lines();
     let name = lines.text(&older.argv, super::NAME_CHARS);
     let host = live_host(ctx, older).map_or_else(

@@ -103,3 +103,97 @@ fn near_misses_of_a_duplicate_server() {
     let f = held(twins(-300, -100, -100));
     assert!(!kinds(&f).contains(&FindingKind::DuplicateServer), "{f:#?}");
 }
+
+/// A host that runs every server twice on purpose (two subsystems, each with its own copy):
+/// time and memory, each copy started 2 s after the first, the younger copy of each the one it
+/// talks to, the older silent for 5 min. `memory_gap` is how long after the first memory copy
+/// the second one started.
+fn paired_host(memory_gap: i64) -> impl Fn(i64) -> Observation {
+    move |t| {
+        let server = |pid: u32, argv: &str, started: i64, quiet: i64| {
+            stdio_server(pid)
+                .ppid(500)
+                .argv(argv)
+                .holders(&[500])
+                .host(500, 5000)
+                .started(crate::testing::at(started))
+                .quiet_since(crate::testing::at(t + quiet))
+                .build()
+        };
+        with_host(Obs::at(t))
+            .proc(server(600, "uvx mcp-server-time", -600, -300))
+            .proc(server(601, "uvx mcp-server-time", -598, 0))
+            .proc(server(610, "npx server-memory", -600, -300))
+            .proc(server(611, "npx server-memory", -600 + memory_gap, 0))
+            .build()
+    }
+}
+
+#[test]
+fn a_host_that_keeps_every_server_twice_on_purpose_raises_nothing() {
+    let f = held(paired_host(2));
+    assert!(
+        !kinds(&f).contains(&FindingKind::DuplicateServer),
+        "copies started together, every server of the host in pairs: {f:#?}"
+    );
+}
+
+#[test]
+fn near_misses_of_a_host_with_copies_on_purpose_stay_duplicates() {
+    // One set's second copy came long after the first: a reconnect, not a subsystem's copy.
+    let f = held(paired_host(300));
+    let dups: Vec<_> = f
+        .iter()
+        .filter(|x| x.kind == FindingKind::DuplicateServer)
+        .map(|x| x.pids.clone())
+        .collect();
+    assert_eq!(dups, [vec![600], vec![610]], "{f:#?}");
+    // The host's servers are not all in pairs: its twin is a reconnect's leftover.
+    let f = held(move |t| {
+        let mut o = paired_host(2)(t);
+        o.table.procs.retain(|p| p.pid != 611);
+        o
+    });
+    let dups: Vec<_> = f
+        .iter()
+        .filter(|x| x.kind == FindingKind::DuplicateServer)
+        .map(|x| x.pids.clone())
+        .collect();
+    assert_eq!(dups, [vec![600]], "{f:#?}");
+    // A host with one server only, kept twice and started together: a quick reconnect looks
+    // the same, so it stays a duplicate.
+    let f = held(move |t| {
+        let mut o = paired_host(2)(t);
+        o.table.procs.retain(|p| p.pid != 610 && p.pid != 611);
+        o
+    });
+    let dups: Vec<_> = f
+        .iter()
+        .filter(|x| x.kind == FindingKind::DuplicateServer)
+        .map(|x| x.pids.clone())
+        .collect();
+    assert_eq!(dups, [vec![600]], "{f:#?}");
+}
+
+/// A duplicate is dated from its silence: "since" is when the older twin fell silent, and it is
+/// confirmed once the quiet time and the grace have passed.
+#[test]
+fn a_duplicate_is_dated_from_its_silence() {
+    let f = held(twins_where(-300, -100, -100, with_host));
+    let dup = f
+        .iter()
+        .find(|x| x.kind == FindingKind::DuplicateServer)
+        .expect("the duplicate");
+    assert!(
+        dup.since < dup.confirmed_at.expect("confirmed"),
+        "{:?} then {:?}",
+        dup.since,
+        dup.confirmed_at
+    );
+    let e = dup.evidence.join("\n");
+    assert!(
+        e.contains(&format!("(since {})", dup.since.format("%H:%M:%S"))),
+        "the evidence and the date agree: {e} / {}",
+        dup.since
+    );
+}
