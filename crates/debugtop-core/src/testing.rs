@@ -267,6 +267,7 @@ impl ObservationBuilder {
                     base_url: Some("http://127.0.0.1:3001".into()),
                     port_confirmed: true,
                     not_asked: None,
+                    said_port: None,
                 },
                 health: Some(HealthCheck {
                     url: "http://127.0.0.1:3001".into(),
@@ -276,6 +277,7 @@ impl ObservationBuilder {
                         connections: Some(1),
                         sessions: vec!["h-1".into()],
                         details: None,
+                        listening: None,
                     }),
                 }),
                 log_events: Vec::new(),

@@ -10,7 +10,7 @@ use ts_rs::TS;
 
 use super::ids::short;
 use super::lifecycle::{HttpEnd, SessionState};
-use super::logs::{LogEvent, LogEventKind};
+use super::logs::{LogEvent, LogEventKind, OrphanReaper};
 use super::process::ServerMode;
 
 /// Where a fact comes from.
@@ -165,10 +165,24 @@ pub enum What {
         /// The server's reason.
         reason: String,
     },
-    /// The startup reaper killed an orphaned worker of this session.
+    /// The startup janitor killed an orphan of this session left by an earlier run.
     ReaperKilledWorker {
-        /// The worker's pid.
+        /// The pid it names (in the server's own pid namespace).
         pid: u32,
+        /// Which reaper: a proxy worker (or tagged js-debug adapter), or a JVM.
+        #[serde(default)]
+        reaper: OrphanReaper,
+    },
+    /// The startup janitor removed stale session run folders (older than 7 days).
+    JanitorSwept {
+        /// How many.
+        runs: u32,
+    },
+    /// The startup janitor reaped nothing this start (its process scan or a reaper failed, or
+    /// the reapers were turned off).
+    JanitorFailed {
+        /// Its words.
+        said: String,
     },
     /// The server closed every session (shutdown).
     ClosingAll {
@@ -262,9 +276,15 @@ impl fmt::Display for What {
                 f.write_str("the server could not start it")
             }
             Self::StartFailed { reason } => write!(f, "the server could not start it: {reason}"),
-            Self::ReaperKilledWorker { pid } => {
-                write!(f, "startup reaper killed orphan worker {pid}")
-            }
+            Self::ReaperKilledWorker { pid, reaper } => match reaper {
+                OrphanReaper::Proxy => write!(f, "the startup janitor killed orphan worker {pid}"),
+                OrphanReaper::Jvm => write!(f, "the startup janitor killed orphan JVM {pid}"),
+            },
+            Self::JanitorSwept { runs } => write!(
+                f,
+                "the startup janitor removed {runs} stale session run folder(s)"
+            ),
+            Self::JanitorFailed { said } => write!(f, "the startup janitor reaped nothing: {said}"),
             Self::ClosingAll { active } => {
                 write!(f, "closing all debug sessions ({active} active)")
             }
@@ -410,6 +430,8 @@ fn http_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             },
         ),
         K::ClosingAll { active } => (Subject::Server, What::ClosingAll { active: *active }),
+        K::JanitorSwept { runs } => (Subject::Server, What::JanitorSwept { runs: *runs }),
+        K::JanitorFailed { said } => (Subject::Server, What::JanitorFailed { said: said.clone() }),
         _ => return None,
     })
 }
@@ -528,9 +550,16 @@ fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
         ),
         K::ReaperKilledOrphan {
             pid,
-            session_id: Some(sid),
+            session_id,
+            reaper,
             ..
-        } => (debug(sid), What::ReaperKilledWorker { pid: *pid }),
+        } => (
+            session_id.as_ref().map_or(Subject::Server, debug),
+            What::ReaperKilledWorker {
+                pid: *pid,
+                reaper: *reaper,
+            },
+        ),
         _ => return None,
     })
 }

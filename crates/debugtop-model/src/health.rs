@@ -18,6 +18,20 @@ pub struct Health {
     pub sessions: Vec<String>,
     /// Per-HTTP-session details (newer servers only).
     pub details: Option<Vec<HttpSessionDetail>>,
+    /// Where the server says it listens (`listening{address,port}`, newer servers only): the
+    /// port it really bound, whatever its argv asked (`-p 0`).
+    #[serde(default)]
+    pub listening: Option<Listening>,
+}
+
+/// The newer `listening` object of `/health`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema)]
+#[ts(export)]
+pub struct Listening {
+    /// The address bound (`127.0.0.1` by default; `0.0.0.0` in upstream's image), when given.
+    pub address: Option<String>,
+    /// The port bound.
+    pub port: u16,
 }
 
 /// One entry of the newer `details` array.

@@ -67,7 +67,7 @@ pub use finding::{
     group_findings, Finding, FindingGroup, FindingId, FindingKind, FindingsReport, ReportedFinding,
     Severity, FINDINGS_SCHEMA,
 };
-pub use health::{Health, HealthError, HttpSessionDetail};
+pub use health::{Health, HealthError, HttpSessionDetail, Listening};
 pub use ids::{parse_pid, session_id, short, ProcId};
 pub use kill::{
     ContainerStop, KillAnswer, KillMethod, KillPlan, KillReport, KillSignal, KillTarget, Outcome,
@@ -75,7 +75,7 @@ pub use kill::{
 };
 pub use kill_request::{HeldPlan, KillRequest};
 pub use lifecycle::{HttpEnd, SessionState};
-pub use logs::{LogEvent, LogEventKind, LogOrigin, TailStats};
+pub use logs::{LogEvent, LogEventKind, LogOrigin, OrphanReaper, TailStats};
 pub use observation::{
     Endpoints, Exit, HealthCheck, LiveTable, LogsRead, Observation, RemoteObservation, SelfInfo,
     ServerObservation, SessionLogs, LOG_BYTES_PER_USER, MAX_PROXY_LOGS, MAX_RUNS_PER_SESSION,

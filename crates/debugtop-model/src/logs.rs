@@ -141,14 +141,33 @@ pub enum LogEventKind {
         /// The server's reason, first line, bounded.
         reason: String,
     },
-    /// `[proxy-reaper] Killed orphan proxy worker pid=<p> owner_pid=<o> session=<id>`.
+    /// The startup janitor killed an orphan of an earlier run: `[proxy-reaper] Killed orphan
+    /// proxy worker pid=<p> owner_pid=<o> session=<id>` (a tagged js-debug adapter is logged
+    /// in the same words), or `[jvm-reaper] Killed orphan JVM pid=<p> owner_pid=<o> tag=<id>`.
+    /// Written once the kill is done (after SIGTERM, up to 3 s, then SIGKILL), with pids of the
+    /// server's own pid namespace.
     ReaperKilledOrphan {
-        /// The worker killed.
+        /// The process killed.
         pid: u32,
         /// Its dead owner.
         owner_pid: Option<u32>,
-        /// Its session.
+        /// Its session (`session=`, or the JVM's `tag=`).
         session_id: Option<String>,
+        /// Which reaper said it.
+        #[serde(default)]
+        reaper: OrphanReaper,
+    },
+    /// `[startup-janitor] Removed N stale session run dir(s)`: `run-*` folders older than 7 days.
+    JanitorSwept {
+        /// How many folders.
+        runs: u32,
+    },
+    /// The startup janitor reaped nothing this start: `[startup-janitor] Process scan failed:
+    /// …`, `[startup-janitor] Orphan proxy reaper failed: …` (JVM alike), or `[startup-janitor]
+    /// Orphan reapers skipped (MCP_SKIP_ORPHAN_REAPERS)`.
+    JanitorFailed {
+        /// The line's words after the tag, bounded.
+        said: String,
     },
     /// A step of the session's start, in `proxy-<id>.log`.
     Stage {
@@ -164,6 +183,30 @@ pub enum LogEventKind {
         /// The session (from the line's namespace or the file name).
         session_id: Option<String>,
     },
+}
+
+/// Which of the startup janitor's reapers logged a kill.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    TS,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+#[ts(export)]
+pub enum OrphanReaper {
+    /// `[proxy-reaper]`: a proxy worker, or a tagged js-debug adapter (the same words).
+    #[default]
+    Proxy,
+    /// `[jvm-reaper]`: a debuggee JVM (`-Dmcp.debugger.owner_pid=`).
+    Jvm,
 }
 
 /// Which log a line came from. The server's own logs record what the server decided; a worker's

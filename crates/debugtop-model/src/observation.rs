@@ -102,6 +102,11 @@ pub struct Endpoints {
     /// would reach another process or nothing — an unanswered `/health` there is no verdict).
     #[serde(default)]
     pub not_asked: Option<String>,
+    /// The port the server's own `/health` said it bound (`listening.port`, newer servers),
+    /// when one of its listening sockets has it: `/health` is then asked there, and no port
+    /// is guessed (a server started with `-p 0` names none in its argv).
+    #[serde(default)]
+    pub said_port: Option<u16>,
 }
 
 /// One `/health` answer.

@@ -337,6 +337,10 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
         Language::Java
     } else if has(&|a| basename(a) == "netcoredbg-bridge.js") {
         Language::Dotnet
+    } else if has(&|a| basename(a) == "dap-stdio-bridge.js") {
+        // `node …/dap-stdio-bridge.js --port N -- dart|flutter debug_adapter` (newer servers):
+        // no owner tag; its parent worker ties it to its session.
+        Language::Dart
     } else if (first == "rdbg" || has(&|a| a.ends_with("/rdbg")))
         && has(&|a| a.starts_with("--open"))
     {
@@ -663,6 +667,28 @@ mod tests {
             classify(&v("node /srv/watchdog.js"), &none()),
             Signature::None
         );
+    }
+
+    #[test]
+    fn the_dart_bridge_is_an_untagged_adapter_and_a_look_alike_name_is_not() {
+        let s = classify(
+            &v("node /p/dist/adapters/dart/dap-stdio-bridge.js --port 5000 --cwd /w -- flutter debug_adapter"),
+            &none(),
+        );
+        assert_eq!(
+            s,
+            Signature::Adapter {
+                language: Language::Dart,
+                session_id: None,
+                owner_pid: None
+            }
+        );
+        assert_eq!(
+            classify(&v("node /srv/dap-stdio-bridge.json"), &none()),
+            Signature::None
+        );
+        assert_eq!(Language::from_server_name("flutter"), Some(Language::Dart));
+        assert_eq!(Language::from_server_name("dart"), Some(Language::Dart));
     }
 
     #[test]

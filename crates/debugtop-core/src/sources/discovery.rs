@@ -41,6 +41,20 @@ fn endpoints_on(server: &ServerInfo, listening: Vec<u16>, own: bool) -> Endpoint
         base_url,
         port_confirmed,
         not_asked: None,
+        said_port: None,
+    }
+}
+
+/// What the server's own `/health` said it bound, taken when one of its listening sockets has
+/// that port (a `/health` answer is the server's word, the sockets are the kernel's: both must
+/// agree before the port is taken as said).
+fn take_said_port(e: &mut Endpoints, server: &ServerInfo, said: Option<u16>) {
+    let Some(port) = said.filter(|p| e.listening.contains(p)) else {
+        return;
+    };
+    e.said_port = Some(port);
+    if server.mode == ServerMode::Http {
+        e.base_url = Some(format!("http://127.0.0.1:{port}"));
     }
 }
 
@@ -325,6 +339,7 @@ const RECHECK_EVERY: u32 = 30;
 pub struct PortMemo {
     listeners: Vec<(u16, u64)>,
     since_read: u32,
+    said: Option<u16>,
 }
 
 impl PortMemo {
@@ -332,6 +347,7 @@ impl PortMemo {
     /// when it listens in another network namespace.
     pub fn endpoints(&mut self, server: &ServerInfo, uid: Option<u32>) -> Endpoints {
         let mut e = self.endpoints_here(server, uid);
+        take_said_port(&mut e, server, self.said);
         if e.base_url.is_some() {
             if let Some(why) = elsewhere(server.pid) {
                 e.base_url = None;
@@ -339,6 +355,11 @@ impl PortMemo {
             }
         }
         e
+    }
+
+    /// Remembers the port the server's `/health` said it bound (`None`: it said none).
+    pub fn said(&mut self, port: Option<u16>) {
+        self.said = port;
     }
 
     fn endpoints_here(&mut self, server: &ServerInfo, uid: Option<u32>) -> Endpoints {
@@ -401,6 +422,29 @@ mod tests {
    garbage row\n";
         let inodes: HashSet<u64> = [4242].into();
         assert_eq!(listening_rows(table, &inodes), [(3999, 4242)]);
+    }
+
+    #[test]
+    fn the_port_health_said_is_taken_only_where_a_socket_of_its_own_listens() {
+        let s = ServerInfo {
+            pid: 1,
+            start_time: chrono::Utc::now(),
+            mode: ServerMode::Http,
+            port: None,
+            log_file: None,
+            pkg_dir: None,
+        };
+        // `-p 0`: two listening sockets, the first guessed until /health says which.
+        let mut e = endpoints_on(&s, vec![3001, 41237], true);
+        assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:3001"));
+        take_said_port(&mut e, &s, Some(41237));
+        assert_eq!(e.said_port, Some(41237));
+        assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:41237"));
+        // Near miss: a port none of its sockets has is the server's word alone: not taken.
+        let mut e = endpoints_on(&s, vec![3001], true);
+        take_said_port(&mut e, &s, Some(22));
+        assert_eq!(e.said_port, None);
+        assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:3001"));
     }
 
     #[test]

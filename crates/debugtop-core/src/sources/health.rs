@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::model::{session_id, Health, HealthError, HttpSessionDetail};
+use crate::model::{session_id, Health, HealthError, HttpSessionDetail, Listening};
 
 /// Default request timeout (connect + headers + body).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -151,7 +151,30 @@ pub fn parse(url: &str, body: &[u8]) -> Result<Health, HealthError> {
             .and_then(|n| u32::try_from(n).ok()),
         sessions,
         details,
+        listening: obj.get("listening").and_then(listening),
     })
+}
+
+/// The newer `listening{address, port}`: the port the server really bound. Any other shape
+/// (none recorded) is no port: never guessed from it.
+fn listening(v: &Value) -> Option<Listening> {
+    let o = v.as_object()?;
+    let port = o
+        .get("port")
+        .and_then(Value::as_u64)
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p != 0)?;
+    let address = o
+        .get("address")
+        .and_then(Value::as_str)
+        .filter(|a| {
+            !a.is_empty()
+                && a.len() <= 64
+                && a.bytes()
+                    .all(|b| b.is_ascii_hexdigit() || matches!(b, b'.' | b':' | b'%'))
+        })
+        .map(str::to_owned);
+    Some(Listening { address, port })
 }
 
 /// One `details` entry; field names vary, so the usual spellings are accepted.
@@ -237,18 +260,50 @@ mod tests {
     }
 
     #[test]
-    fn a_listening_field_of_any_shape_is_no_error() {
-        // 0.25 adds `listening` (its shape is not recorded here: both plausible ones).
-        for listening in [
-            r#""http://127.0.0.1:40123/mcp""#,
-            r#"{"host":"127.0.0.1","port":40123}"#,
+    fn a_listening_field_of_any_shape_is_no_error_and_only_a_port_is_taken() {
+        // Upstream's main: `listening{address, port}`; other shapes give no port, never an error.
+        for (listening, port) in [
+            (r#""http://127.0.0.1:40123/mcp""#, None),
+            (r#"{"host":"127.0.0.1","port":40123}"#, Some(40123)),
+            (r#"{"address":"127.0.0.1","port":0}"#, None),
+            (r#"{"address":"127.0.0.1","port":70000}"#, None),
+            (r#"{"address":"127.0.0.1","port":"40123"}"#, None),
         ] {
             let body = format!(
                 r#"{{"status":"ok","mode":"http","listening":{listening},"connections":0,"sessions":[]}}"#
             );
             let h = parse("u", body.as_bytes()).unwrap();
             assert_eq!((h.status.as_str(), h.sessions.len()), ("ok", 0));
+            assert_eq!(h.listening.map(|l| l.port), port, "{listening}");
         }
+    }
+
+    #[test]
+    fn upstream_mains_health_fixtures_give_the_port_and_the_holders() {
+        let h = parse("u", include_bytes!("testdata/health-upstream-main.json")).unwrap();
+        let l = h.listening.unwrap();
+        assert_eq!((l.address.as_deref(), l.port), (Some("127.0.0.1"), 41237));
+        let d = h.details.unwrap();
+        assert_eq!(
+            d[0].debug_sessions,
+            ["2d3e4f50-6172-4839-a4b5-c6d7e8f90a1b"]
+        );
+        assert_eq!(d[0].stream_lost, Some(true));
+        // Upstream's Docker image binds every address.
+        let h = parse(
+            "u",
+            include_bytes!("testdata/health-docker-upstream-main.json"),
+        )
+        .unwrap();
+        let l = h.listening.unwrap();
+        assert_eq!((l.address.as_deref(), l.port), (Some("0.0.0.0"), 3001));
+        // An address that is not one is dropped, the port kept.
+        let h = parse(
+            "u",
+            br#"{"status":"ok","sessions":[],"listening":{"address":"<b>x</b>","port":3001}}"#,
+        )
+        .unwrap();
+        assert_eq!(h.listening.map(|l| (l.address, l.port)), Some((None, 3001)));
     }
 
     #[test]

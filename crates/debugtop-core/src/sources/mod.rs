@@ -137,6 +137,7 @@ impl Sources {
     async fn observe_now(&mut self) -> Result<Observation> {
         let (table, exits, mut servers) = self.read_local().await?;
         self.ask_health(&mut servers).await;
+        self.remember_said_ports(&servers);
         let remote = self.ask_remote().await;
         Ok(Observation {
             at: table.taken_at,
@@ -277,6 +278,24 @@ impl Sources {
             futures_util::future::join_all(asks.iter().map(|(_, url)| client.check(url))).await;
         for ((i, url), result) in asks.into_iter().zip(results) {
             servers[i].health = Some(HealthCheck { url, result });
+        }
+    }
+
+    /// What each `/health` said of the port it bound, for the next tick's endpoints.
+    fn remember_said_ports(&mut self, servers: &[ServerObservation]) {
+        for s in servers {
+            let Some(check) = &s.health else { continue };
+            let said = check
+                .result
+                .as_ref()
+                .ok()
+                .and_then(|h| h.listening.as_ref());
+            let Some(local) = self.local.as_mut() else {
+                return;
+            };
+            if let Some(memo) = local.ports.iter_mut().find(|((pid, _), _)| *pid == s.pid) {
+                memo.1.said(said.map(|l| l.port));
+            }
         }
     }
 

@@ -81,6 +81,22 @@ pub struct ServerKnowledge {
     /// Records dropped because its user's servers together held more than
     /// [`MAX_RECORDS_PER_USER`] (since it started).
     pub dropped_over_user_cap: u64,
+    /// What its startup janitor said it killed (newer servers), newest last, bounded.
+    pub janitor_kills: Vec<JanitorKill>,
+}
+
+/// The most janitor kills kept per server (a start reaps what earlier runs left: a handful).
+const MAX_JANITOR_KILLS: usize = 256;
+
+/// One kill the server's startup janitor logged: the process it names is expected gone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JanitorKill {
+    /// The pid it names (the server's own pid namespace's).
+    pub pid: u32,
+    /// When the line says the kill was done.
+    pub at: Option<DateTime<Utc>>,
+    /// The line, as a fact (its text and where it was read).
+    pub said: Fact,
 }
 
 /// Every server's records.
@@ -245,6 +261,9 @@ impl ServerKnowledge {
                 holding,
                 ..
             } => self.ended_with_http(http_session, HttpEnd::StreamLost, holding, ev, at),
+            LogEventKind::ReaperKilledOrphan { pid, .. } if ev.origin == LogOrigin::Server => {
+                self.janitor_killed(*pid, ev);
+            }
             LogEventKind::Stage {
                 session_id: Some(sid),
                 stage,
@@ -259,6 +278,21 @@ impl ServerKnowledge {
                 self.stage(sid, Stage::AdapterSpawned { pid: *pid }, ev);
             }
             _ => {}
+        }
+    }
+
+    /// The startup janitor's word that it killed `pid`.
+    fn janitor_killed(&mut self, pid: u32, ev: &LogEvent) {
+        let Some((_, said)) = from_log(ev) else {
+            return;
+        };
+        self.janitor_kills.push(JanitorKill {
+            pid,
+            at: ev.at,
+            said,
+        });
+        if self.janitor_kills.len() > MAX_JANITOR_KILLS {
+            self.janitor_kills.remove(0);
         }
     }
 

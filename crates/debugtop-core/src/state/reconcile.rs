@@ -519,6 +519,7 @@ mod tests {
                 connections: None,
                 sessions: vec!["h-9".into()],
                 details: None,
+                listening: None,
             }),
         });
         o.remote.push(RemoteObservation {

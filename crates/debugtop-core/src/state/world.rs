@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Utc};
 
+use super::knowledge::JanitorKill;
 use crate::model::{
     DebugSession, Health, HealthError, HttpSession, LogsRead, Observation, Proc, Role, SelfInfo,
     ServerInfo, SourceStatus, TreeNode,
@@ -38,6 +39,9 @@ pub struct World {
     pub me: SelfInfo,
     /// How text made from a command line is written (labels).
     pub command_lines: CommandLines,
+    /// What live servers of debugtop's own pid namespace said their startup janitor killed,
+    /// by server pid: those processes are expected gone.
+    pub janitor_kills: Vec<(u32, JanitorKill)>,
     /// `procs` indexed, the first time a rule asks (`procs` does not change once built).
     index: OnceLock<ProcIndex>,
 }
@@ -123,6 +127,7 @@ impl World {
             me: obs.me.clone(),
             procs: Vec::new(),
             command_lines,
+            janitor_kills: Vec::new(),
             index: OnceLock::new(),
         }
     }

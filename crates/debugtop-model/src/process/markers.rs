@@ -66,6 +66,10 @@ pub enum Language {
     Dotnet,
     /// rdbg.
     Ruby,
+    /// Dart or Flutter (`dart|flutter debug_adapter` behind mcp-debugger's
+    /// `dap-stdio-bridge.js`, which carries no owner tag: tied to its session by its parent
+    /// worker only).
+    Dart,
     /// A language this build does not know (read from a log or an older snapshot).
     #[serde(other)]
     #[strum(to_string = "other")]
@@ -78,6 +82,7 @@ impl Language {
         match name {
             "rust" | "cpp" | "c" | "lldb" => Some(Self::Lldb),
             "typescript" | "node" => Some(Self::Javascript),
+            "flutter" => Some(Self::Dart),
             other => other.parse().ok(),
         }
     }

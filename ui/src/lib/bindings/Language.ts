@@ -3,4 +3,4 @@
 /**
  * The languages whose adapters debugtop recognises.
  */
-export type Language = "javascript" | "python" | "mock" | "go" | "lldb" | "java" | "dotnet" | "ruby" | "other";
+export type Language = "javascript" | "python" | "mock" | "go" | "lldb" | "java" | "dotnet" | "ruby" | "dart" | "other";

@@ -8,7 +8,7 @@ use std::path::Path;
 use chrono::{DateTime, TimeZone, Utc};
 use serde_json::Value;
 
-use crate::model::{parse_pid, session_id, LogEventKind};
+use crate::model::{parse_pid, session_id, LogEventKind, OrphanReaper};
 
 /// Per-file parser state: the two lines that carry no session id are tied to the preceding
 /// `Spawning proxy…` / `Stopping proxy…` line.
@@ -222,15 +222,35 @@ fn holding(rest: &str) -> Vec<String> {
     out
 }
 
-/// `[startup-janitor] Reaped N orphan proxy worker(s) from prior runs` (0.24.2: `[startup]`).
+/// The startup janitor's own lines: `[startup-janitor] Reaped N orphan JVM(s)|proxy worker(s)|
+/// js-debug adapter(s) from prior runs` (0.24.2: `[startup] Reaped N …`), `Removed N stale
+/// session run dir(s)`, and what says it reaped nothing this start (`Process scan failed: …`,
+/// `Orphan … reaper failed: …`, `Orphan reapers skipped (MCP_SKIP_ORPHAN_REAPERS)`).
 fn janitor_line(m: &str) -> Option<LogEventKind> {
-    let rest = m
+    if let Some(rest) = m
         .strip_prefix("[startup-janitor] Reaped ")
-        .or_else(|| m.strip_prefix("[startup] Reaped "))?;
-    let (n, what) = rest.split_once(' ')?;
-    Some(LogEventKind::StartupReaped {
-        count: n.parse().ok()?,
-        what: bounded(what.split(" from ").next().unwrap_or(what)),
+        .or_else(|| m.strip_prefix("[startup] Reaped "))
+    {
+        let (n, what) = rest.split_once(' ')?;
+        return Some(LogEventKind::StartupReaped {
+            count: n.parse().ok()?,
+            what: bounded(what.split(" from ").next().unwrap_or(what)),
+        });
+    }
+    let rest = m.strip_prefix("[startup-janitor] ")?;
+    if let Some(n) = rest
+        .strip_prefix("Removed ")
+        .and_then(|r| r.strip_suffix(" stale session run dir(s)"))
+    {
+        return Some(LogEventKind::JanitorSwept {
+            runs: n.parse().ok()?,
+        });
+    }
+    let reaped_nothing = rest.starts_with("Process scan failed:")
+        || (rest.starts_with("Orphan ") && rest.contains(" reaper failed:"))
+        || rest.starts_with("Orphan reapers skipped");
+    reaped_nothing.then(|| LogEventKind::JanitorFailed {
+        said: bounded(rest.lines().next().unwrap_or(rest).trim()),
     })
 }
 
@@ -307,9 +327,17 @@ fn worker_exit_line(m: &str) -> Option<LogEventKind> {
     })
 }
 
-/// `[proxy-reaper] Killed orphan proxy worker pid=<p> owner_pid=<o> session=<id>`.
+/// A kill of the startup janitor: `[proxy-reaper] Killed orphan proxy worker pid=<p>
+/// owner_pid=<o> session=<id>` (a tagged js-debug adapter in the same words), or
+/// `[jvm-reaper] Killed orphan JVM pid=<p> owner_pid=<o> tag=<id>`.
 fn reaper_line(m: &str) -> Option<LogEventKind> {
-    let rest = m.strip_prefix("[proxy-reaper] Killed orphan proxy worker ")?;
+    let (rest, reaper, tag) =
+        if let Some(r) = m.strip_prefix("[proxy-reaper] Killed orphan proxy worker ") {
+            (r, OrphanReaper::Proxy, "session")
+        } else {
+            let r = m.strip_prefix("[jvm-reaper] Killed orphan JVM ")?;
+            (r, OrphanReaper::Jvm, "tag")
+        };
     let mut pid = None;
     let mut owner = None;
     let mut sid = None;
@@ -317,7 +345,7 @@ fn reaper_line(m: &str) -> Option<LogEventKind> {
         match kv.split_once('=') {
             Some(("pid", p)) => pid = parse_pid(p),
             Some(("owner_pid", p)) => owner = parse_pid(p),
-            Some(("session", s)) => sid = session_id(s),
+            Some((k, s)) if k == tag => sid = session_id(s),
             _ => {}
         }
     }
@@ -325,6 +353,7 @@ fn reaper_line(m: &str) -> Option<LogEventKind> {
         pid: pid?,
         owner_pid: owner,
         session_id: sid,
+        reaper,
     })
 }
 
@@ -629,7 +658,8 @@ mod tests {
                 LogEventKind::ReaperKilledOrphan {
                     pid: 123,
                     owner_pid: Some(45),
-                    session_id: Some("s-3".into())
+                    session_id: Some("s-3".into()),
+                    reaper: OrphanReaper::Proxy,
                 },
                 LogEventKind::ClosingAll { active: 3 },
             ]
@@ -713,6 +743,53 @@ mod tests {
                     what: "orphan proxy worker(s)".into()
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn the_startup_janitors_lines_of_upstream_main_are_parsed_and_malformed_ones_are_not() {
+        let ev = parse_all(
+            include_str!("../testdata/janitor-upstream-main.log"),
+            "server.log",
+        );
+        let killed = |pid, session: &str, reaper| LogEventKind::ReaperKilledOrphan {
+            pid,
+            owner_pid: Some(48100),
+            session_id: Some(session.into()),
+            reaper,
+        };
+        let reaped = |what: &str| LogEventKind::StartupReaped {
+            count: 1,
+            what: what.into(),
+        };
+        let failed = |said: &str| LogEventKind::JanitorFailed { said: said.into() };
+        assert_eq!(
+            ev,
+            [
+                killed(
+                    48211,
+                    "6f1d2c3b-4a59-4e8f-9b7a-1c2d3e4f5a6b",
+                    OrphanReaper::Proxy
+                ),
+                killed(
+                    48230,
+                    "6f1d2c3b-4a59-4e8f-9b7a-1c2d3e4f5a6b",
+                    OrphanReaper::Proxy
+                ),
+                killed(
+                    48300,
+                    "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+                    OrphanReaper::Jvm
+                ),
+                reaped("orphan JVM(s)"),
+                reaped("orphan proxy worker(s)"),
+                reaped("orphan js-debug adapter(s)"),
+                LogEventKind::JanitorSwept { runs: 3 },
+                failed("Process scan failed: spawn ps ENOENT"),
+                failed("Orphan proxy reaper failed: EPERM"),
+                failed("Orphan reapers skipped (MCP_SKIP_ORPHAN_REAPERS)"),
+            ],
+            "the last two lines (no count, no pid) are nothing"
         );
     }
 

@@ -29,6 +29,12 @@ pub(super) fn live_server(
     let health = seen.and_then(|x| x.health.as_ref());
     let ok_health = health.and_then(|h| h.result.as_ref().ok().map(|r| (h.url.as_str(), r)));
     let mut node = server_node(s, seen, mine);
+    let in_our_namespace = mine.iter().any(|p| p.pid == s.pid && p.ns.is_none());
+    if in_our_namespace {
+        // Its janitor's pids are its namespace's: debugtop's own only then.
+        w.janitor_kills
+            .extend(know.janitor_kills.iter().map(|k| (s.pid, k.clone())));
+    }
     let others: Vec<&Arc<Proc>> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
     let (mut sessions, mut debug) =
         session_nodes(s.pid, know, &others, (w.at, w.command_lines), memo);
@@ -125,7 +131,14 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Pr
         FactSource::ProcessTable,
         Some(s.start_time),
     ));
-    if let Some(e) = seen.map(|x| &x.endpoints) {
+    if let Some((port, url)) = seen.and_then(said_port) {
+        // The server's own word, agreed by a listening socket of its own.
+        node.facts.push(Fact::new(
+            What::Listening { port },
+            FactSource::Health { url },
+            None,
+        ));
+    } else if let Some(e) = seen.map(|x| &x.endpoints) {
         node.facts.push(Fact::table(if e.port_confirmed {
             What::Listening {
                 port: s.port.unwrap_or_default(),
@@ -140,6 +153,14 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Pr
         }));
     }
     node
+}
+
+/// The port `/health` said the server bound (taken only when a socket of its own listens
+/// there) and the URL that said it.
+fn said_port(seen: &ServerObservation) -> Option<(u16, String)> {
+    let port = seen.endpoints.said_port?;
+    let url = seen.health.as_ref()?.url.clone();
+    Some((port, url))
 }
 
 /// An HTTP session as the tree and the list show it.

@@ -20,11 +20,13 @@ pub fn leaked_adapter(ctx: &Ctx<'_>) -> Vec<Candidate> {
         let leader_gone = p.pgid != p.pid && ctx.world.proc(p.pgid).is_none();
         let main = p.markers.main_pid.map(|m| ctx.world.server(m).is_some());
         let chain = chain_of(ctx, p);
+        let janitor = super::workers::janitor_said_killed(ctx, p).is_some();
         let inputs = [
             Input::proc(parent),
             Input::Fact(leader_gone),
             Input::Fact(main == Some(true)),
             Input::Procs(ByAlloc::all(chain.iter().copied())),
+            Input::Fact(janitor),
         ];
         out.push(
             ctx.memoized(FindingKind::LeakedAdapter, p, &inputs, false, || {
@@ -55,6 +57,10 @@ fn finding(
     ));
     if let Some(old) = p.remembered_ppid {
         f.evidence.push(format!("it was started under pid {old}"));
+    }
+    // Newer servers' janitor reaps tagged js-debug adapters in the worker's words.
+    if let Some(said) = super::workers::janitor_said_killed(ctx, p) {
+        f.evidence.push(said);
     }
     if leader_gone {
         f.evidence.push(format!(

@@ -35,10 +35,11 @@ pub fn orphaned_worker(ctx: &Ctx<'_>) -> Vec<Candidate> {
         .map(|p| {
             // Everything of the world the finding reads besides the worker itself.
             let owner = p.owner_pid.and_then(|o| ctx.world.server(o)).cloned();
+            let janitor = janitor_said_killed(ctx, p).is_some();
             ctx.memoized(
                 FindingKind::OrphanedWorker,
                 p,
-                &[Input::Server(owner)],
+                &[Input::Server(owner), Input::Fact(janitor)],
                 true,
                 || orphan_finding(ctx, p),
             )
@@ -77,6 +78,9 @@ fn orphan_finding(ctx: &Ctx<'_>, p: &Proc) -> crate::model::Finding {
         },
         (None, None) => "its owner pid names no process".to_owned(),
     });
+    if let Some(said) = janitor_said_killed(ctx, p) {
+        f.evidence.push(said);
+    }
     if p.owner_pid != Some(p.ppid) {
         let was = p
             .remembered_ppid
@@ -87,6 +91,22 @@ fn orphan_finding(ctx: &Ctx<'_>, p: &Proc) -> crate::model::Finding {
     }
     f.suggested_action = format!("kill worker {} and everything under it", p.pid);
     f
+}
+
+/// What a live server's startup janitor said of this very process: that it killed it (the
+/// line written once the kill was done). A process that still runs after that line is one the
+/// janitor failed to end; one started after the line only has its pid (reused).
+pub(super) fn janitor_said_killed(ctx: &Ctx<'_>, p: &Proc) -> Option<String> {
+    let (server, kill) = ctx
+        .world
+        .janitor_kills
+        .iter()
+        .rev()
+        .find(|(_, k)| k.pid == p.pid && k.at.is_some_and(|at| at >= p.start_time))?;
+    Some(format!(
+        "the startup janitor of mcp-debugger {server} said it killed it: {} ({}); it still runs",
+        kill.said.text, kill.said.source
+    ))
 }
 
 /// One reason the server can no longer hold a worker's session.

@@ -137,6 +137,7 @@ fn healthy_health(
                 })
                 .collect()
         }),
+        listening: None,
     }
 }
 
@@ -304,4 +305,103 @@ fn a_memoised_orphaned_worker_follows_every_input() {
             }),
         ],
     );
+}
+
+/// Upstream's next release: its startup janitor logs each orphan it killed, once the kill is
+/// done. A worker it names that still runs is one the janitor failed to end (said in the
+/// evidence); a process started after the line only has the pid again (said nothing of).
+#[test]
+fn a_worker_the_startup_janitor_said_it_killed_but_still_runs_and_a_reused_pid_is_not_it() {
+    let killed = |t: i64, started: i64| {
+        Obs::at(t)
+            .proc(
+                worker(200, "s-old")
+                    .owner(999)
+                    .ppid(1)
+                    .started(crate::testing::at(started))
+                    .build(),
+            )
+            .log(
+                3,
+                2,
+                LogOrigin::Server,
+                K::ReaperKilledOrphan {
+                    pid: 200,
+                    owner_pid: Some(999),
+                    session_id: Some("s-old".into()),
+                    reaper: crate::model::OrphanReaper::Proxy,
+                },
+            )
+            .build()
+    };
+    let janitor = |f: &crate::model::Finding| {
+        f.evidence
+            .iter()
+            .find(|e| e.contains("startup janitor"))
+            .cloned()
+    };
+    let f = held(|t| killed(t, -100));
+    assert_eq!(kinds(&f), [FindingKind::OrphanedWorker]);
+    let said = janitor(&f[0]).unwrap_or_else(|| panic!("{:?}", f[0].evidence));
+    assert!(
+        said.contains("mcp-debugger 100") && said.contains("killed orphan worker 200"),
+        "{said}"
+    );
+    assert!(said.contains("server.log"), "cites the line: {said}");
+    // Near miss: pid 200 again, started after the line: another process.
+    let f = held(|t| killed(t, 5));
+    assert_eq!(kinds(&f), [FindingKind::OrphanedWorker]);
+    assert_eq!(janitor(&f[0]), None, "{:?}", f[0].evidence);
+}
+
+/// Upstream's next release reaps an HTTP client whose SSE stream dropped and names the debug
+/// sessions it held: those sessions are ending (their workers get the teardown's time), and
+/// a worker still there after the grace is a leak with that line as its witness.
+#[test]
+fn a_session_the_stream_lost_reaper_names_is_ending_then_leaking_after_the_grace() {
+    let reaped = |t: i64| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .log(
+                40,
+                10,
+                LogOrigin::Server,
+                K::HttpSessionStreamLost {
+                    http_session: "h-1".into(),
+                    secs: Some(120),
+                    holding: vec!["s-1".into()],
+                },
+            )
+            .proc(worker(200, "s-1").build())
+            .build()
+    };
+    assert!(
+        run([reaped(10), reaped(15)]).is_empty(),
+        "ending, not leaking"
+    );
+    let f = run([reaped(10), reaped(24)]);
+    assert_eq!(kinds(&f), [FindingKind::LeakedWorker]);
+    assert_eq!(f[0].since, at(10));
+    let e = f[0].evidence.join("\n");
+    assert!(
+        e.contains("h-1 (stream-lost)") && e.contains("server.log:40"),
+        "{e}"
+    );
+    // Near miss: the reaper names another session; this one goes on.
+    let other = |t: i64| {
+        created(Obs::at(t), 1, -30, "s-1")
+            .log(
+                40,
+                10,
+                LogOrigin::Server,
+                K::HttpSessionStreamLost {
+                    http_session: "h-2".into(),
+                    secs: Some(120),
+                    holding: vec!["s-2".into()],
+                },
+            )
+            .proc(worker(200, "s-1").build())
+            .build()
+    };
+    let f = run([other(10), other(24)]);
+    assert!(!f.iter().any(|f| f.pids.contains(&200)), "{f:#?}");
 }
