@@ -8,6 +8,7 @@ mod settings;
 mod state;
 #[cfg(test)]
 mod tests;
+mod webview_runtime;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -204,6 +205,10 @@ fn has_gpu_render_node() -> bool {
 
 /// Runs the app.
 pub fn run() {
+    // Without WebView2 (Windows) the window cannot be made: say so before trying.
+    if !webview_runtime::present_or_explained() {
+        std::process::exit(1);
+    }
     render_without_gpu();
     let app = setup(tauri::Builder::default()).run(tauri::generate_context!());
     if let Err(e) = app {
