@@ -141,7 +141,8 @@ dist: deps-run ui
 	@ls -l dist
 
 ## dist-windows: the app and debugtop-cli cross-built for Windows (x86_64-pc-windows-gnu,
-## release), zipped with WebView2Loader.dll into dist/ (no NSIS installer: see the script).
+## release), with WebView2Loader.dll, as an installer built by Debian's makensis
+## (dist/debugtop-<version>-setup-x86_64.exe, scripts/windows/debugtop.nsi) and as a zip.
 ## A release cross-build of the app: ten minutes or more on two cores.
 dist-windows: deps-test ui
 	scripts/dist-windows.sh

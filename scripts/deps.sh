@@ -26,8 +26,10 @@ if [ "$what" = test ]; then
   # Fleets: the real Prometheus and Alertmanager the alert path is tested with (promtool and
   # amtool come with them), and musl-gcc for the static CLI the exporter's image holds.
   pkgs+=(prometheus prometheus-alertmanager musl-tools)
-  # Windows, for real: the cross linker and Wine to run what it links (tests/tests/windows.rs).
-  pkgs+=(mingw-w64 wine64 zip)
+  # Windows, for real: the cross linker and Wine to run what it links (tests/tests/windows.rs),
+  # and Debian's makensis for the Windows installer (scripts/windows/debugtop.nsi, built by
+  # make dist-windows and run under Wine by crates/debugtop-cli/tests/installer.rs).
+  pkgs+=(mingw-w64 wine64 zip nsis)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

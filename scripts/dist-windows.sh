@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The Windows build, cross-made here: the app (tauri build --no-bundle) and debugtop-cli for
-# x86_64-pc-windows-gnu, release, zipped with WebView2Loader.dll (which a GNU-toolchain
-# Tauri app loads from beside its .exe) into dist/debugtop-<version>-windows-x86_64.zip.
-# Why not an NSIS installer: Tauri's bundler fetches its NSIS plugin (nsis_tauri_utils.dll)
-# from GitHub at bundle time, which this machine cannot reach (measured: "failed to lookup
-# address information"); Debian's nsis alone is not enough. The app cannot be opened here
-# (Wine has no WebView2 runtime): the zip's app is built, not run; its CLI is run by make test.
+# x86_64-pc-windows-gnu, release, and two ways to ship them in dist/:
+# - debugtop-<version>-setup-x86_64.exe, the installer: our own NSIS script
+#   (scripts/windows/debugtop.nsi) built offline by Debian's makensis (3.08). Not Tauri's NSIS
+#   bundling: its bundler fetches its NSIS plugin (nsis_tauri_utils.dll) from GitHub at bundle
+#   time, which this machine cannot reach (measured: "failed to lookup address information").
+#   crates/debugtop-cli/tests/installer.rs builds the same script and runs it under Wine.
+# - debugtop-<version>-windows-x86_64.zip, the same three files for those who unpack by hand.
+# WebView2Loader.dll goes beside the app (a GNU-toolchain Tauri app loads it from there). The
+# app cannot be opened here (Wine has no WebView2 runtime): it is built, not run; its CLI is
+# run by make test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=x86_64-pc-windows-gnu
@@ -28,4 +32,7 @@ From another machine, debugtop reaches this one with a target: ssh:user@host --c
 C:\\path\\to\\debugtop-cli.exe (Windows' OpenSSH server).
 TXT
 (cd dist && zip -qr "$(basename "$out").zip" "$(basename "$out")")
-ls -l "$out.zip"
+setup="dist/debugtop-$version-setup-x86_64.exe"
+makensis -V2 -WX -DVERSION="$version" -DSOURCE="$PWD/$out" -DOUTFILE="$PWD/$setup" \
+  scripts/windows/debugtop.nsi
+ls -l "$out.zip" "$setup"
