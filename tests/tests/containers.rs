@@ -359,3 +359,101 @@ async fn regression_a_server_in_another_network_namespace_was_unresponsive_to_a_
         "the health status says why /health is not asked: {statuses}"
     );
 }
+
+/// Issue 38, item 5: a real server in its own pid namespace, SIGKILLed there, its workers left;
+/// a fresh audit a few seconds later found them in two runs of three and nothing, exit 0, in
+/// the third (not reproduced here: 24 fresh audits of 24 found them, through the CLI and in
+/// process, with a namespace init that reaps and one that never does, from 0 to 56 s after
+/// the kill). Eight fresh audits in a row (each its own sources, as a new `audit` process, the
+/// first right after the kill, while the namespace's init may not have reaped the server yet)
+/// must each find every worker still alive, so a one-in-three miss passes 4 % of the time;
+/// with the server alive (the near miss) none finds anything of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fresh_audit_finds_a_contained_servers_orphans_and_none_while_it_lives() {
+    if let Err(why) = namespaces_available() {
+        panic!(
+            "this test needs `unshare --pid --fork --mount-proc` ({why}): run it as root, or \
+             skip it explicitly with `cargo test -- --skip every_fresh_audit_finds`"
+        );
+    }
+    let c = Contained::start(0);
+    let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
+    let mut sessions = Vec::new();
+    for i in 0..2 {
+        let s = client.create_session("mock", &format!("fresh-{i}")).await;
+        client.start(&s, &fixture("mock/script.js")).await;
+        sessions.push(s);
+    }
+    let mut e = debugtop_e2e::engine(700);
+    let workers: Vec<(u32, u64)> = tick_until(
+        &mut e,
+        30,
+        Duration::from_millis(400),
+        "both workers up",
+        |u| {
+            let w: Vec<_> = u
+                .snapshot
+                .processes
+                .iter()
+                .filter(|p| {
+                    p.role == Role::Worker
+                        && sessions.iter().any(|s| p.session_id.as_deref() == Some(s))
+                })
+                .map(|p| (p.pid, p.start_ticks))
+                .collect();
+            (w.len() == 2).then_some(w)
+        },
+    )
+    .await;
+    drop(e);
+    let config = || {
+        debugtop_core::actions::audit::AuditConfig::new(debugtop_core::judging::Judging::default())
+    };
+    let about_ours = |f: &debugtop_core::model::Finding| {
+        f.pids
+            .iter()
+            .any(|p| *p == c.host_pid || workers.iter().any(|(w, _)| w == p))
+    };
+    // Near miss: the server lives; a fresh audit says nothing of it.
+    let run = debugtop_core::actions::audit::audit_here(&config())
+        .await
+        .unwrap();
+    let false_ones: Vec<_> = run.findings.iter().filter(|f| about_ours(f)).collect();
+    assert!(false_ones.is_empty(), "{false_ones:#?}");
+    let ticks = start_ticks(c.host_pid).unwrap();
+    assert!(signal_if_same(c.host_pid, ticks, Signal::SIGKILL));
+    for run_no in 0..8 {
+        let alive: Vec<u32> = workers
+            .iter()
+            .filter(|(w, t)| start_ticks(*w) == Some(*t) && state_of(*w) != Some('Z'))
+            .map(|(w, _)| *w)
+            .collect();
+        assert!(!alive.is_empty(), "the workers exited by themselves");
+        let run = debugtop_core::actions::audit::audit_here(&config())
+            .await
+            .unwrap();
+        for w in &alive {
+            let found = run
+                .findings
+                .iter()
+                .any(|f| f.kind == FindingKind::OrphanedWorker && f.pids.contains(w));
+            let procs: Vec<String> = run
+                .snapshot
+                .processes
+                .iter()
+                .filter(|p| alive.contains(&p.pid))
+                .map(|p| {
+                    format!(
+                        "{} {:?} owner {:?} ppid {} ns {:?}",
+                        p.pid, p.role, p.owner_pid, p.ppid, p.ns
+                    )
+                })
+                .collect();
+            assert!(
+                found || state_of(*w).is_none_or(|s| s == 'Z'),
+                "audit {run_no}: worker {w} not found; findings {:#?}; the workers as seen: {procs:#?}",
+                run.findings.iter().map(|f| f.id.to_string()).collect::<Vec<_>>()
+            );
+        }
+    }
+}
