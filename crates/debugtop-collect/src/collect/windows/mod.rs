@@ -211,8 +211,11 @@ fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
             stdin: fd_kind(i),
             stdout: fd_kind(o),
         });
+    let uid = h.and_then(sys::Handle::user_rid);
     // Only an absolute script path is resolved: another process's working directory is not
-    // read here.
+    // read here. Its files are read for its user (an unknown user's are not read by an
+    // elevated debugtop: the package of every process went unread under Wine, which runs
+    // everything elevated).
     let mcp = match &signature {
         Signature::None if stdio.is_some_and(|x| x.piped()) => super::mcp::evidence(
             &argv,
@@ -220,12 +223,12 @@ fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
                 let p = std::path::PathBuf::from(s);
                 p.is_absolute().then_some(p)
             },
-            None,
+            uid,
         ),
         _ => None,
     };
     Ident {
-        uid: h.and_then(sys::Handle::user_rid),
+        uid,
         host: markers.host.or_else(|| super::classify::host_kind(&argv)),
         argv,
         markers,
