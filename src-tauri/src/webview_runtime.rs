@@ -9,6 +9,7 @@
 //! Elsewhere the check is a no-op: Linux's WebKitGTK is a package dependency.
 
 /// Where Microsoft offers the runtime.
+#[cfg(any(windows, test))]
 pub const DOWNLOAD_URL: &str = "https://developer.microsoft.com/microsoft-edge/webview2/";
 
 /// The dialog's title (crates/debugtop-cli/tests/installer.rs finds the dialog by it).
