@@ -29,30 +29,12 @@ pub(super) fn live_server(
     let health = seen.and_then(|x| x.health.as_ref());
     let ok_health = health.and_then(|h| h.result.as_ref().ok().map(|r| (h.url.as_str(), r)));
     let mut node = server_node(s, seen, mine);
-    let in_our_namespace = mine.iter().any(|p| p.pid == s.pid && p.ns.is_none());
-    if in_our_namespace {
-        // Its janitor's pids are its namespace's: debugtop's own only then.
-        w.janitor_kills
-            .extend(know.janitor_kills.iter().map(|k| (s.pid, k.clone())));
-    }
+    note_janitor_kills(w, s, know, mine);
     let others: Vec<&Arc<Proc>> = mine.iter().copied().filter(|p| p.pid != s.pid).collect();
     let (mut sessions, mut debug) =
         session_nodes(s.pid, know, &others, (w.at, w.command_lines), memo);
     let http = http_sessions(s.pid, know, ok_health, w.at);
-    // Which listed HTTP session holds each debug session (the first that names it), found in
-    // one pass: a walk of every session per HTTP session was quadratic.
-    let holder: HashMap<&str, usize> = http
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| h.listed)
-        .flat_map(|(i, h)| {
-            h.session
-                .debug_sessions
-                .iter()
-                .map(move |d| (d.as_str(), i))
-        })
-        .rev()
-        .collect();
+    let holder = holders(&http);
     let mut held: Vec<Vec<Arc<TreeNode>>> = vec![Vec::new(); http.len()];
     let mut unheld = Vec::with_capacity(sessions.len());
     for d in sessions {
@@ -90,14 +72,44 @@ pub(super) fn live_server(
     w.tree.push(Arc::new(node));
     w.http_sessions.extend(http.into_iter().map(|h| h.session));
     w.debug_sessions.extend(debug);
-    if let Some(h) = health {
-        w.health.insert(s.pid, h.result.clone());
+    note_sources(w, s.pid, seen, know);
+}
+
+/// What a live server's startup janitor said it killed, for the rules: its pids are its pid
+/// namespace's, so only a server in debugtop's own namespace is taken at its word.
+fn note_janitor_kills(w: &mut World, s: &ServerInfo, know: &ServerKnowledge, mine: &[&Arc<Proc>]) {
+    if mine.iter().any(|p| p.pid == s.pid && p.ns.is_none()) {
+        w.janitor_kills
+            .extend(know.janitor_kills.iter().map(|k| (s.pid, k.clone())));
+    }
+}
+
+/// Which listed HTTP session holds each debug session (the first that names it), found in
+/// one pass: a walk of every session per HTTP session was quadratic.
+fn holders(http: &[HttpView]) -> HashMap<&str, usize> {
+    http.iter()
+        .enumerate()
+        .filter(|(_, h)| h.listed)
+        .flat_map(|(i, h)| {
+            h.session
+                .debug_sessions
+                .iter()
+                .map(move |d| (d.as_str(), i))
+        })
+        .rev()
+        .collect()
+}
+
+/// The server's `/health` outcome, how its logs were read, and its sources' statuses.
+fn note_sources(w: &mut World, pid: u32, seen: Option<&ServerObservation>, know: &ServerKnowledge) {
+    if let Some(h) = seen.and_then(|x| x.health.as_ref()) {
+        w.health.insert(pid, h.result.clone());
     }
     if let Some(x) = seen {
-        w.logs.insert(s.pid, x.logs.clone());
+        w.logs.insert(pid, x.logs.clone());
     }
     w.sources
-        .extend(server_sources(s.pid, seen, know.dropped_over_user_cap));
+        .extend(server_sources(pid, seen, know.dropped_over_user_cap));
 }
 
 fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Proc>]) -> TreeNode {
