@@ -63,24 +63,11 @@ lint:
 # The Windows CLI and the kill's identity driver (debug cross-builds) are what
 # crates/debugtop-cli/tests/windows.rs runs under Wine; the static CLI (musl) is what
 # crates/debugtop-cli/tests/image.rs packs into the exporter's image.
-# The Wine suites (windows.rs, installer.rs) judge only Wine's own processes, which the Linux
-# collector leaves unjudged: their tests run beside the rest (about four minutes of CI saved).
-# Both runs select the whole workspace, so no crate is built twice with other features; the
-# Wine tests are found by name in their files (a new one is picked up) and skipped in the other.
-WINE_SUITES := crates/debugtop-cli/tests/windows.rs crates/debugtop-cli/tests/installer.rs
-WINE_TESTS = $(shell scripts/wine-test-names.sh $(WINE_SUITES))
 test-rust:
 	$(CARGO) build -p debugtop-cli --target x86_64-pc-windows-gnu
 	$(CARGO) build -p debugtop-core --example replaced_pid --target x86_64-pc-windows-gnu
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli --target x86_64-unknown-linux-musl
-	$(CARGO) test --workspace --no-run
-	@test -n "$(WINE_TESTS)" || { echo "test-rust: the Wine tests were not found by name"; exit 1; }
-	@log=target/wine-suites.log; \
-	$(CARGO) test --workspace -q -- --exact $(WINE_TESTS) > $$log 2>&1 & wine=$$!; \
-	rest=0; $(CARGO) test --workspace -- $(addprefix --skip ,$(WINE_TESTS)) || rest=$$?; \
-	wine_rc=0; wait $$wine || wine_rc=$$?; \
-	echo "--- the Wine suites (run beside the rest; $$log) ---"; cat $$log; \
-	[ $$rest -eq 0 ] && [ $$wine_rc -eq 0 ]
+	$(CARGO) test --workspace
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the
 # Rust model without committing the generated types.

@@ -168,6 +168,11 @@ impl ExitWatcher {
         if let Some(ready) = ready_tokens(&self.shared.epoll, Some(&zero)) {
             let _ = record(&self.shared, &ready, Utc::now());
         }
+        // The watcher thread may be between unwatching an exited pidfd (which the poll above
+        // then no longer sees) and logging it: it holds the state until it has logged, so
+        // taking the state once here waits for that (a zombie was shown sleeping in CI, with
+        // the Wine suites busy beside the tests).
+        drop(self.shared.state.lock());
         self.pending_pids()
     }
 
