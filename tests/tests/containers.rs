@@ -519,17 +519,7 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
         client.start(&s, &fixture("mock/script.js")).await;
         sessions.push(s);
     }
-    let workers = wait_for(Duration::from_secs(30), || {
-        let w: Vec<(u32, u64)> = descendants(c.host_pid)
-            .into_iter()
-            .filter(|(pid, _)| {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|a| String::from_utf8_lossy(&a).contains("proxy-bootstrap"))
-            })
-            .collect();
-        (w.len() == 2).then_some(w)
-    })
-    .expect("both workers up");
+    let workers = workers_of(c.host_pid, sessions.len());
     let config = || {
         debugtop_core::actions::audit::AuditConfig::new(debugtop_core::judging::Judging::default())
     };
@@ -580,6 +570,21 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
         said.iter().all(|f| f.server_pid == Some(c.host_pid)),
         "{said:#?}"
     );
+}
+
+/// The `n` proxy workers under `server`, by identity, once all are up.
+fn workers_of(server: u32, n: usize) -> Vec<(u32, u64)> {
+    wait_for(Duration::from_secs(30), || {
+        let w: Vec<(u32, u64)> = descendants(server)
+            .into_iter()
+            .filter(|(pid, _)| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|a| String::from_utf8_lossy(&a).contains("proxy-bootstrap"))
+            })
+            .collect();
+        (w.len() == n).then_some(w)
+    })
+    .expect("every worker up")
 }
 
 /// Fresh audits until `pick` answers, up to `timeout` (a deadline, not a timing).
