@@ -508,10 +508,13 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
              skip it explicitly with `cargo test -- --skip a_reaper_started_outside`"
         );
     }
-    // 300 inside the server's namespace; the outer one holds a dozen processes.
-    let c = Contained::start_in(300, true);
+    // The server's pid inside is this test process's own number: taken on the host for the
+    // whole test (a server another test starts there leaves these workers alone), free in the
+    // outer namespace, which holds a dozen processes.
+    let want = std::process::id();
+    let c = Contained::start_in(want, true);
     let outer = c.outer_init.expect("nested");
-    assert_eq!(c.inner_pid, 300, "the namespace's kernel gave another pid");
+    assert_eq!(c.inner_pid, want, "the namespace's kernel gave another pid");
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
     let mut sessions = Vec::new();
     for i in 0..2 {
