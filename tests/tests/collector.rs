@@ -272,6 +272,42 @@ fn portable_collector_sees_the_same_links() {
     assert_eq!(p.ppid, my_pid());
 }
 
+/// Seen once in CI: the portable collector's first look at a fake worker caught it between
+/// fork and exec, and sysinfo (command lines read only once) and the identity cache kept that
+/// argv for good: the worker was never a worker. A shell that execs into a worker two seconds
+/// after it starts is first seen as the shell, then as the worker.
+#[test]
+fn regression_the_portable_collector_kept_a_childs_argv_from_before_its_exec() {
+    let session = uuid::Uuid::new_v4().to_string();
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        "sleep 2; exec node \"$W\" --mcp-owner-pid=\"$O\" --mcp-session-id=\"$S\"",
+    ])
+    .env("W", fixture("worker/dist/proxy/proxy-bootstrap.js"))
+    .env("O", my_pid().to_string())
+    .env("S", &session);
+    let mut c = debugtop_core::collect::portable::SysinfoCollector::new().unwrap();
+    c.scan().unwrap();
+    let w = Spawned::spawn(&mut cmd);
+    // A scan while it is still the shell: its command line says so after the scan.
+    wait_for(T, || {
+        c.scan().ok()?;
+        let argv = std::fs::read(format!("/proc/{}/cmdline", w.pid)).ok()?;
+        argv.starts_with(b"sh\0").then_some(())
+    })
+    .expect("the shell scanned before its exec");
+    let t = wait_for(T, || {
+        let t = c.scan().ok()?;
+        t.get(w.pid)
+            .is_some_and(|p| p.role == Role::Worker)
+            .then_some(t)
+    })
+    .expect("the worker it exec'd into was never seen as one");
+    let p = t.get(w.pid).unwrap();
+    assert_eq!(p.session_id.as_deref(), Some(session.as_str()));
+}
+
 #[test]
 fn incremental_scans_skip_old_unrelated_processes_but_a_late_exec_is_still_caught() {
     use debugtop_core::collect::linux::FULL_EVERY;

@@ -12,7 +12,7 @@ use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, Upda
 
 use super::classify::{classify, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers};
-use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats};
+use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
 use crate::error::{Error, Result};
 use debugtop_model::{EnvMarkers, ProcState};
 
@@ -52,16 +52,7 @@ impl SysinfoCollector {
         let started = Instant::now();
         self.gen += 1;
         let gen = self.gen;
-        self.sys.refresh_processes_specifics(
-            ProcessesToUpdate::All,
-            true,
-            ProcessRefreshKind::nothing()
-                .with_cpu()
-                .with_memory()
-                .with_cmd(UpdateKind::OnlyIfNotSet)
-                .with_environ(UpdateKind::OnlyIfNotSet)
-                .with_user(UpdateKind::OnlyIfNotSet),
-        );
+        let young = self.refresh();
         let now = Instant::now();
         let mut stats = ScanStats::default();
         let mut samples = Vec::new();
@@ -69,13 +60,8 @@ impl SysinfoCollector {
             let pid = pid.as_u32();
             // sysinfo gives seconds; scale so identities still differ when a pid is reused.
             let start_ticks = p.start_time().saturating_mul(100);
-            let ident = match self.cache.get(pid, start_ticks) {
-                Some(k) => Arc::clone(k),
-                None => {
-                    stats.new_identities += 1;
-                    Arc::new(ident_of(p))
-                }
-            };
+            let young = young.binary_search(&sysinfo::Pid::from_u32(pid)).is_ok();
+            let ident = identity(&mut self.cache, pid, start_ticks, p, young, &mut stats);
             let _ = self
                 .cache
                 .observe(pid, start_ticks, Arc::clone(&ident), 0, 100, now, gen);
@@ -92,6 +78,78 @@ impl SysinfoCollector {
             &mut self.cache,
             &mut super::NoFds,
         ))
+    }
+
+    /// Every process's numbers; a command line, environment and user once per process, and
+    /// again while the process is young: between fork and exec a child shows its parent's
+    /// command line, and sysinfo keeps the first one it read. The young processes, sorted.
+    fn refresh(&mut self) -> Vec<sysinfo::Pid> {
+        self.sys.refresh_processes_specifics(
+            ProcessesToUpdate::All,
+            true,
+            ProcessRefreshKind::nothing()
+                .with_cpu()
+                .with_memory()
+                .with_cmd(UpdateKind::OnlyIfNotSet)
+                .with_environ(UpdateKind::OnlyIfNotSet)
+                .with_user(UpdateKind::OnlyIfNotSet),
+        );
+        let young = self.young_pids();
+        if !young.is_empty() {
+            self.sys.refresh_processes_specifics(
+                ProcessesToUpdate::Some(&young),
+                false,
+                ProcessRefreshKind::nothing()
+                    .with_cmd(UpdateKind::Always)
+                    .with_environ(UpdateKind::Always),
+            );
+        }
+        young
+    }
+
+    /// The processes started less than [`YOUNG`] ago (a second more: sysinfo's start times are
+    /// whole seconds), sorted.
+    fn young_pids(&self) -> Vec<sysinfo::Pid> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut young: Vec<sysinfo::Pid> = self
+            .sys
+            .processes()
+            .iter()
+            .filter(|(_, p)| now.saturating_sub(p.start_time()) <= YOUNG.as_secs() + 1)
+            .map(|(pid, _)| *pid)
+            .collect();
+        young.sort_unstable();
+        young
+    }
+}
+
+/// What `p` says about itself: cached per identity, read again while it is young; a changed
+/// read (it exec'd) drops what was concluded about the old image.
+fn identity(
+    cache: &mut IdentityCache,
+    pid: u32,
+    start_ticks: u64,
+    p: &sysinfo::Process,
+    young: bool,
+    stats: &mut ScanStats,
+) -> Arc<Ident> {
+    match cache.get(pid, start_ticks).cloned() {
+        Some(known) if !young => known,
+        None => {
+            stats.new_identities += 1;
+            Arc::new(ident_of(p))
+        }
+        Some(known) => {
+            let fresh = ident_of(p);
+            if *known == fresh {
+                known
+            } else {
+                cache.forget(pid);
+                Arc::new(fresh)
+            }
+        }
     }
 }
 
