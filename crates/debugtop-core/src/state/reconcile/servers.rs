@@ -190,6 +190,22 @@ pub(super) fn http_sessions(
     health: Option<(&str, &Health)>,
     now: DateTime<Utc>,
 ) -> Vec<HttpView> {
+    let (ids, listed) = session_ids(know, health, now);
+    let index = HealthIndex::of(health);
+    ids.into_iter()
+        .map(|id| HttpView {
+            listed: listed.contains(&id),
+            session: http_session(server, know, &index, id),
+        })
+        .collect()
+}
+
+/// Every session to show or list, and those of them the tree shows (open ones).
+fn session_ids(
+    know: &ServerKnowledge,
+    health: Option<(&str, &Health)>,
+    now: DateTime<Utc>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut ids: BTreeSet<String> = match health {
         Some((_, h)) => h.sessions.iter().cloned().collect(),
         None => know
@@ -206,50 +222,69 @@ pub(super) fn http_sessions(
             .filter(|(_, r)| r.ended.is_some_and(|(_, at)| now - at < ENDED_KEEP))
             .map(|(k, _)| k.clone()),
     );
-    // Looked up by id, once each: `/health` may list tens of thousands (a walk of its list per
-    // session was quadratic).
-    let in_health: HashSet<&str> = health
-        .map(|(_, h)| h.sessions.iter().map(String::as_str).collect())
-        .unwrap_or_default();
-    let details: HashMap<&str, &Vec<String>> = health
-        .and_then(|(_, h)| h.details.as_ref())
-        .map(|d| {
-            d.iter()
-                .map(|d| (d.http_session.as_str(), &d.debug_sessions))
-                .collect()
-        })
-        .unwrap_or_default();
-    ids.into_iter()
-        .map(|id| {
-            let rec = know.http.get(&id);
-            let in_health = in_health.contains(id.as_str());
-            let mut facts = rec.map(|r| r.facts.clone()).unwrap_or_default();
-            if let (true, Some((url, _))) = (in_health, health) {
-                facts.push(Fact::new(
-                    What::ListedByHealth,
-                    FactSource::Health {
-                        url: url.to_owned(),
-                    },
-                    None,
-                ));
-            }
-            let linked = details
-                .get(id.as_str())
-                .map(|d| (*d).clone())
-                .unwrap_or_default();
-            HttpView {
-                listed: listed.contains(&id),
-                session: HttpSession {
-                    server_pid: Some(server),
-                    in_health,
-                    ended: rec.and_then(|r| r.ended.map(|(how, _)| how)),
-                    debug_sessions: linked,
-                    facts,
-                    id,
-                },
-            }
-        })
-        .collect()
+    (ids, listed)
+}
+
+/// What `/health` said, looked up by id once each: it may list tens of thousands (a walk of
+/// its list per session was quadratic).
+struct HealthIndex<'a> {
+    url: Option<&'a str>,
+    listed: HashSet<&'a str>,
+    details: HashMap<&'a str, &'a Vec<String>>,
+}
+
+impl<'a> HealthIndex<'a> {
+    fn of(health: Option<(&'a str, &'a Health)>) -> Self {
+        let listed = health
+            .map(|(_, h)| h.sessions.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        let details = health
+            .and_then(|(_, h)| h.details.as_ref())
+            .map(|d| {
+                d.iter()
+                    .map(|d| (d.http_session.as_str(), &d.debug_sessions))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self {
+            url: health.map(|(url, _)| url),
+            listed,
+            details,
+        }
+    }
+}
+
+/// One HTTP session as known from the log and `/health`.
+fn http_session(
+    server: u32,
+    know: &ServerKnowledge,
+    index: &HealthIndex,
+    id: String,
+) -> HttpSession {
+    let rec = know.http.get(&id);
+    let in_health = index.listed.contains(id.as_str());
+    let mut facts = rec.map(|r| r.facts.clone()).unwrap_or_default();
+    if let (true, Some(url)) = (in_health, index.url) {
+        facts.push(Fact::new(
+            What::ListedByHealth,
+            FactSource::Health {
+                url: url.to_owned(),
+            },
+            None,
+        ));
+    }
+    HttpSession {
+        server_pid: Some(server),
+        in_health,
+        ended: rec.and_then(|r| r.ended.map(|(how, _)| how)),
+        debug_sessions: index
+            .details
+            .get(id.as_str())
+            .map(|d| (*d).clone())
+            .unwrap_or_default(),
+        facts,
+        id,
+    }
 }
 
 pub(super) fn http_node(h: &HttpSession) -> TreeNode {
