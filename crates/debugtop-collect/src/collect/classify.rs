@@ -295,7 +295,6 @@ fn server(argv: &[String]) -> Option<Signature> {
 }
 
 fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
-    let first = basename(&argv[0]);
     let has = |f: &dyn Fn(&str) -> bool| argv.iter().any(|a| f(a));
     let tagged_owner = argv
         .iter()
@@ -305,7 +304,7 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
         .iter()
         .find_map(|a| a.strip_prefix("--mcp-session-id="))
         .and_then(session_id);
-    let language = if has(&|a| {
+    if has(&|a| {
         let b = basename(a);
         b == "vsDebugServer.cjs" || b == "vsDebugServer.js" || b == "vsDebugServer"
     }) {
@@ -315,39 +314,18 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
             session_id: tagged_session.or(env_session),
             owner_pid: tagged_owner,
         });
-    } else if module_arg(argv) == Some("debugpy.adapter")
-        || has(&|a| ends_with_path(a, "debugpy/adapter"))
-    {
-        Language::Python
-    } else if has(&|a| {
+    }
+    if has(&|a| {
         let b = basename(a);
         b == "mock-adapter-process.cjs" || b == "mock-adapter-process.js"
     }) {
-        let sid = option_value(argv, &["--session"]).and_then(session_id);
         return Some(Signature::Adapter {
             language: Language::Mock,
-            session_id: sid,
+            session_id: option_value(argv, &["--session"]).and_then(session_id),
             owner_pid: tagged_owner,
         });
-    } else if first == "dlv" && has(&|a| a == "dap") {
-        Language::Go
-    } else if first == "codelldb" || has(&|a| basename(a) == "codelldb") {
-        Language::Lldb
-    } else if has(&|a| a == "JdiDapServer" || a.ends_with(".JdiDapServer")) {
-        Language::Java
-    } else if has(&|a| basename(a) == "netcoredbg-bridge.js") {
-        Language::Dotnet
-    } else if has(&|a| basename(a) == "dap-stdio-bridge.js") {
-        // `node …/dap-stdio-bridge.js --port N -- dart|flutter debug_adapter` (newer servers):
-        // no owner tag; its parent worker ties it to its session.
-        Language::Dart
-    } else if (first == "rdbg" || has(&|a| a.ends_with("/rdbg")))
-        && has(&|a| a.starts_with("--open"))
-    {
-        Language::Ruby
-    } else {
-        return None;
-    };
+    }
+    let language = other_adapter_language(argv)?;
     let owner_pid =
         tagged_owner.or_else(|| option_value(argv, &["--owner-pid"]).and_then(parse_pid));
     Some(Signature::Adapter {
@@ -355,6 +333,38 @@ fn adapter(argv: &[String], env_session: Option<String>) -> Option<Signature> {
         session_id: tagged_session.or(env_session),
         owner_pid,
     })
+}
+
+/// The language of an adapter that is neither js-debug nor the mock (those carry their own
+/// tags), by its command line.
+fn other_adapter_language(argv: &[String]) -> Option<Language> {
+    let first = basename(&argv[0]);
+    let has = |f: &dyn Fn(&str) -> bool| argv.iter().any(|a| f(a));
+    Some(
+        if module_arg(argv) == Some("debugpy.adapter")
+            || has(&|a| ends_with_path(a, "debugpy/adapter"))
+        {
+            Language::Python
+        } else if first == "dlv" && has(&|a| a == "dap") {
+            Language::Go
+        } else if first == "codelldb" || has(&|a| basename(a) == "codelldb") {
+            Language::Lldb
+        } else if has(&|a| a == "JdiDapServer" || a.ends_with(".JdiDapServer")) {
+            Language::Java
+        } else if has(&|a| basename(a) == "netcoredbg-bridge.js") {
+            Language::Dotnet
+        } else if has(&|a| basename(a) == "dap-stdio-bridge.js") {
+            // `node …/dap-stdio-bridge.js --port N -- dart|flutter debug_adapter` (newer
+            // servers): no owner tag; its parent worker ties it to its session.
+            Language::Dart
+        } else if (first == "rdbg" || has(&|a| a.ends_with("/rdbg")))
+            && has(&|a| a.starts_with("--open"))
+        {
+            Language::Ruby
+        } else {
+            return None;
+        },
+    )
 }
 
 /// What kind of MCP host argv names (labels only; never a condition for a verdict).
