@@ -240,6 +240,52 @@ impl fmt::Display for What {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Noted => f.write_str("(noted)"),
+            Self::WorkerFinished { said } => write!(f, "its worker logged `{said}`"),
+            Self::SessionCreated => f.write_str("debug session created"),
+            Self::StateChanged { from, to } => write!(f, "state {from} → {to}"),
+            Self::MarkedStopped => f.write_str("marked as STOPPED/TERMINATED"),
+            Self::Closing => f.write_str("closing"),
+            Self::Closed => f.write_str("closed"),
+            Self::WorkerSpawned { pid } => write!(f, "worker spawned with pid {pid}"),
+            Self::AdapterSpawned { pid } => write!(f, "adapter spawned with pid {pid}"),
+            Self::Stage { stage } => write!(f, "start: {stage}"),
+            Self::WorkerForceKilled => f.write_str("worker did not exit in time: force-killed"),
+            Self::WorkerExited { how } => write!(f, "worker exited{how}"),
+            Self::WorkerDied { how } => write!(f, "worker exited under a live session{how}"),
+            Self::StartFailed { reason } if reason.is_empty() => {
+                f.write_str("the server could not start it")
+            }
+            Self::StartFailed { reason } => write!(f, "the server could not start it: {reason}"),
+            Self::ClosingAll { active } => {
+                write!(f, "closing all debug sessions ({active} active)")
+            }
+            Self::HttpInitialized
+            | Self::HttpClosed
+            | Self::HttpReaped { .. }
+            | Self::HttpStreamLost { .. }
+            | Self::ListedByHealth
+            | Self::HttpHolderUnknown
+            | Self::EndedWithHttp { .. } => self.fmt_http(f),
+            Self::StartupReaped { .. }
+            | Self::ReaperKilledWorker { .. }
+            | Self::JanitorSwept { .. }
+            | Self::JanitorFailed { .. } => self.fmt_janitor(f),
+            Self::ServerMode { .. }
+            | Self::Listening { .. }
+            | Self::NotListening
+            | Self::PortMismatch { .. }
+            | Self::Reparented { .. }
+            | Self::InContainer { .. }
+            | Self::TracedBy { .. }
+            | Self::ServerGone { .. } => self.fmt_table(f),
+        }
+    }
+}
+
+impl What {
+    /// The wording of an HTTP session's life, from the log and `/health`.
+    fn fmt_http(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Self::HttpInitialized => f.write_str("HTTP session initialized"),
             Self::HttpClosed => f.write_str("HTTP session closed"),
             Self::HttpReaped { idle_secs } => match idle_secs {
@@ -257,25 +303,16 @@ impl fmt::Display for What {
             Self::EndedWithHttp { http_session, how } => {
                 write!(f, "ended with HTTP session {} ({how})", short(http_session))
             }
-            Self::WorkerFinished { said } => write!(f, "its worker logged `{said}`"),
+            _ => Ok(()),
+        }
+    }
+
+    /// The wording of the startup janitor's lines.
+    fn fmt_janitor(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             Self::StartupReaped { count, what } => {
                 write!(f, "startup janitor reaped {count} {what}")
             }
-            Self::SessionCreated => f.write_str("debug session created"),
-            Self::StateChanged { from, to } => write!(f, "state {from} → {to}"),
-            Self::MarkedStopped => f.write_str("marked as STOPPED/TERMINATED"),
-            Self::Closing => f.write_str("closing"),
-            Self::Closed => f.write_str("closed"),
-            Self::WorkerSpawned { pid } => write!(f, "worker spawned with pid {pid}"),
-            Self::AdapterSpawned { pid } => write!(f, "adapter spawned with pid {pid}"),
-            Self::Stage { stage } => write!(f, "start: {stage}"),
-            Self::WorkerForceKilled => f.write_str("worker did not exit in time: force-killed"),
-            Self::WorkerExited { how } => write!(f, "worker exited{how}"),
-            Self::WorkerDied { how } => write!(f, "worker exited under a live session{how}"),
-            Self::StartFailed { reason } if reason.is_empty() => {
-                f.write_str("the server could not start it")
-            }
-            Self::StartFailed { reason } => write!(f, "the server could not start it: {reason}"),
             Self::ReaperKilledWorker { pid, reaper } => match reaper {
                 OrphanReaper::Proxy => write!(f, "the startup janitor killed orphan worker {pid}"),
                 OrphanReaper::Jvm => write!(f, "the startup janitor killed orphan JVM {pid}"),
@@ -285,22 +322,10 @@ impl fmt::Display for What {
                 "the startup janitor removed {runs} stale session run folder(s)"
             ),
             Self::JanitorFailed { said } => write!(f, "the startup janitor reaped nothing: {said}"),
-            Self::ClosingAll { active } => {
-                write!(f, "closing all debug sessions ({active} active)")
-            }
-            Self::ServerMode { .. }
-            | Self::Listening { .. }
-            | Self::NotListening
-            | Self::PortMismatch { .. }
-            | Self::Reparented { .. }
-            | Self::InContainer { .. }
-            | Self::TracedBy { .. }
-            | Self::ServerGone { .. } => self.fmt_table(f),
+            _ => Ok(()),
         }
     }
-}
 
-impl What {
     /// The wording of what the process table and the sockets say.
     fn fmt_table(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
