@@ -165,35 +165,9 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
          (setting ns_last_pid needs root: run as root, as CI does)"
     );
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let mut sessions = Vec::new();
-    for i in 0..2 {
-        let s = client
-            .create_session("mock", &format!("contained-{i}"))
-            .await;
-        client.start(&s, &fixture("mock/script.js")).await;
-        sessions.push(s);
-    }
+    let sessions = start_mock_sessions(&client, "contained", 2).await;
     let mut e = debugtop_e2e::engine(700);
-    let workers: Vec<(u32, u64)> = tick_until(
-        &mut e,
-        30,
-        Duration::from_millis(400),
-        "both workers up",
-        |u| {
-            let w: Vec<_> = u
-                .snapshot
-                .processes
-                .iter()
-                .filter(|p| {
-                    p.role == Role::Worker
-                        && sessions.iter().any(|s| p.session_id.as_deref() == Some(s))
-                })
-                .map(|p| (p.pid, p.start_ticks))
-                .collect();
-            (w.len() == 2).then_some(w)
-        },
-    )
-    .await;
+    let workers = workers_seen(&mut e, &sessions).await;
     // Healthy for 12 s (twice the grace): no finding about anything of either server, at any
     // tick; the workers hang under their own server, with both pids shown.
     let ours = |pid: u32| {
@@ -412,33 +386,9 @@ async fn every_fresh_audit_finds_a_contained_servers_orphans_and_none_while_it_l
     }
     let c = Contained::start(0);
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let mut sessions = Vec::new();
-    for i in 0..2 {
-        let s = client.create_session("mock", &format!("fresh-{i}")).await;
-        client.start(&s, &fixture("mock/script.js")).await;
-        sessions.push(s);
-    }
+    let sessions = start_mock_sessions(&client, "fresh", 2).await;
     let mut e = debugtop_e2e::engine(700);
-    let workers: Vec<(u32, u64)> = tick_until(
-        &mut e,
-        30,
-        Duration::from_millis(400),
-        "both workers up",
-        |u| {
-            let w: Vec<_> = u
-                .snapshot
-                .processes
-                .iter()
-                .filter(|p| {
-                    p.role == Role::Worker
-                        && sessions.iter().any(|s| p.session_id.as_deref() == Some(s))
-                })
-                .map(|p| (p.pid, p.start_ticks))
-                .collect();
-            (w.len() == 2).then_some(w)
-        },
-    )
-    .await;
+    let workers = workers_seen(&mut e, &sessions).await;
     drop(e);
     let config = || {
         debugtop_core::actions::audit::AuditConfig::new(debugtop_core::judging::Judging::default())
@@ -516,12 +466,7 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
     let outer = c.outer_init.expect("nested");
     assert_eq!(c.inner_pid, want, "the namespace's kernel gave another pid");
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let mut sessions = Vec::new();
-    for i in 0..2 {
-        let s = client.create_session("mock", &format!("outside-{i}")).await;
-        client.start(&s, &fixture("mock/script.js")).await;
-        sessions.push(s);
-    }
+    let sessions = start_mock_sessions(&client, "outside", 2).await;
     let workers = workers_of(c.host_pid, sessions.len());
     let config = || {
         debugtop_core::actions::audit::AuditConfig::new(debugtop_core::judging::Judging::default())
@@ -573,6 +518,40 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
         said.iter().all(|f| f.server_pid == Some(c.host_pid)),
         "{said:#?}"
     );
+}
+
+/// `n` mock debug sessions started (paused on entry) through `client`, named `prefix-i`.
+async fn start_mock_sessions(client: &Client, prefix: &str, n: usize) -> Vec<String> {
+    let mut sessions = Vec::new();
+    for i in 0..n {
+        let s = client
+            .create_session("mock", &format!("{prefix}-{i}"))
+            .await;
+        client.start(&s, &fixture("mock/script.js")).await;
+        sessions.push(s);
+    }
+    sessions
+}
+
+/// The workers of `sessions` as the engine sees them, by identity, once all are up.
+async fn workers_seen(
+    e: &mut debugtop_core::sampler::Engine,
+    sessions: &[String],
+) -> Vec<(u32, u64)> {
+    tick_until(e, 30, Duration::from_millis(400), "every worker up", |u| {
+        let w: Vec<_> = u
+            .snapshot
+            .processes
+            .iter()
+            .filter(|p| {
+                p.role == Role::Worker
+                    && sessions.iter().any(|s| p.session_id.as_deref() == Some(s))
+            })
+            .map(|p| (p.pid, p.start_ticks))
+            .collect();
+        (w.len() == sessions.len()).then_some(w)
+    })
+    .await
 }
 
 /// The `n` proxy workers under `server`, by identity, once all are up.
