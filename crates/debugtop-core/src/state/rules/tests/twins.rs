@@ -138,15 +138,19 @@ fn a_host_that_keeps_every_server_twice_on_purpose_raises_nothing() {
     );
 }
 
+/// The pids of each `duplicate-server` finding.
+fn duplicate_pids(f: &[crate::model::Finding]) -> Vec<Vec<u32>> {
+    f.iter()
+        .filter(|x| x.kind == FindingKind::DuplicateServer)
+        .map(|x| x.pids.clone())
+        .collect()
+}
+
 #[test]
 fn near_misses_of_a_host_with_copies_on_purpose_stay_duplicates() {
     // One set's second copy came long after the first: a reconnect, not a subsystem's copy.
     let f = held(paired_host(300));
-    let dups: Vec<_> = f
-        .iter()
-        .filter(|x| x.kind == FindingKind::DuplicateServer)
-        .map(|x| x.pids.clone())
-        .collect();
+    let dups = duplicate_pids(&f);
     assert_eq!(dups, [vec![600], vec![610]], "{f:#?}");
     // The host's servers are not all in pairs: its twin is a reconnect's leftover.
     let f = held(move |t| {
@@ -154,11 +158,7 @@ fn near_misses_of_a_host_with_copies_on_purpose_stay_duplicates() {
         o.table.procs.retain(|p| p.pid != 611);
         o
     });
-    let dups: Vec<_> = f
-        .iter()
-        .filter(|x| x.kind == FindingKind::DuplicateServer)
-        .map(|x| x.pids.clone())
-        .collect();
+    let dups = duplicate_pids(&f);
     assert_eq!(dups, [vec![600]], "{f:#?}");
     // A host with one server only, kept twice and started together: a quick reconnect looks
     // the same, so it stays a duplicate.
@@ -167,11 +167,7 @@ fn near_misses_of_a_host_with_copies_on_purpose_stay_duplicates() {
         o.table.procs.retain(|p| p.pid != 610 && p.pid != 611);
         o
     });
-    let dups: Vec<_> = f
-        .iter()
-        .filter(|x| x.kind == FindingKind::DuplicateServer)
-        .map(|x| x.pids.clone())
-        .collect();
+    let dups = duplicate_pids(&f);
     assert_eq!(dups, [vec![600]], "{f:#?}");
 }
 
