@@ -3,6 +3,7 @@
 //! what we started**, by pid and identity (pid + start time), never by name.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+pub mod builds;
 pub mod dockerd;
 pub mod mcp;
 pub mod nobody;

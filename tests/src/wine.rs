@@ -55,18 +55,7 @@ fn assert_built_after_its_sources(exe: &Path) {
     if std::env::var_os("DEBUGTOP_WINDOWS_CLI").is_some() {
         return;
     }
-    let built = std::fs::metadata(exe)
-        .and_then(|m| m.modified())
-        .expect("the Windows build's time");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let crates = ["model", "redact", "collect", "core", "cli"]
-        .map(|c| root.join(format!("crates/debugtop-{c}")));
-    let mut newer = Vec::new();
-    for dir in &crates {
-        newest_after(&dir.join("src"), built, &mut newer);
-        newest_after(&dir.join("Cargo.toml"), built, &mut newer);
-    }
-    newest_after(&root.join("Cargo.lock"), built, &mut newer);
+    let newer = crate::builds::newer_sources(exe);
     assert!(
         newer.is_empty(),
         "the Windows debugtop-cli at {} is older than {} of its sources (e.g. {}): run `cargo \
@@ -75,20 +64,6 @@ fn assert_built_after_its_sources(exe: &Path) {
         newer.len(),
         newer[0].display()
     );
-}
-
-/// Every file at or under `path` changed after `than`.
-fn newest_after(path: &Path, than: std::time::SystemTime, out: &mut Vec<PathBuf>) {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return;
-    };
-    if meta.is_dir() {
-        for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
-            newest_after(&e.path(), than, out);
-        }
-    } else if meta.modified().is_ok_and(|m| m > than) {
-        out.push(path.to_owned());
-    }
 }
 
 /// A path as a Windows program under Wine names it (`/tmp/x` → `Z:\tmp\x`).
