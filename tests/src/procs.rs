@@ -357,13 +357,6 @@ pub fn untouched(pid: u32, ticks: u64) -> bool {
         && nothing_pending
 }
 
-/// Whether every one of `pids` was started before this test binary: the machine's (or an
-/// earlier suite's leftovers), not this test's to judge. A pid that is gone counts as not older.
-pub fn older_than_this_test(pids: &[u32]) -> bool {
-    let me = start_ticks(std::process::id()).unwrap_or(0);
-    !pids.is_empty() && pids.iter().all(|p| start_ticks(*p).is_some_and(|t| t < me))
-}
-
 /// One stand-in worker of a live owner (this test process) running `script` in `sh`: its argv
 /// carries the worker markers (`…/proxy-bootstrap.js --mcp-owner-pid=<us> --mcp-session-id=`),
 /// so the collector watches it like a real worker. What the script starts has no stdio: when

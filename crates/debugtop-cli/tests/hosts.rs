@@ -3,6 +3,11 @@
 //! with a mock session, the real `@modelcontextprotocol/server-memory` (npm), the real
 //! `mcp-server-time` (PyPI), and the test's own server that ignores stdin EOF and keeps a
 //! child (`tests/fixtures/stdio/eof-ignorer.mjs`, the real MCP SDK). Then the host is SIGKILLed.
+//! Each test judges only the findings about processes it started. They run alone all the same
+//! (`.config/nextest.toml`; one at a time under `cargo test`): their verdicts wait on silences,
+//! a spinner's share of a core and one-shot looks, which two busy cores delay past their
+//! windows (seen: a watched audit missing a duplicate, a spinner under 25 %, a kill's look
+//! missing a container).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader};
@@ -21,7 +26,10 @@ fn cli() -> Command {
     Command::new(env!("CARGO_BIN_EXE_debugtop-cli"))
 }
 
-fn audit() -> (i32, Value) {
+/// A one-shot `audit --json` judged on the test's own processes: the findings that name any of
+/// `ours` (as a subject or a plan's target), and the exit code they would give (other tests
+/// run beside this one, and the machine's other findings are not this test's to judge).
+fn audit(ours: &[u32]) -> (i32, Value) {
     let out = cli().args(["audit", "--json"]).output().unwrap();
     let code = out.status.code().unwrap_or(-1);
     assert!(
@@ -30,23 +38,9 @@ fn audit() -> (i32, Value) {
         String::from_utf8_lossy(&out.stderr)
     );
     let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // Findings about processes older than this test binary are the machine's, not the test's
-    // (an earlier suite's leftovers, say).
-    let older = |f: &Value| {
-        let pids: Vec<u32> = f["pids"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| u32::try_from(p.as_u64()?).ok())
-            .collect();
-        debugtop_e2e::procs::older_than_this_test(&pids)
-    };
-    if let Some(fs) = doc["findings"].as_array_mut() {
-        fs.retain(|f| !older(f));
-        if fs.is_empty() && code == 1 {
-            return (0, doc);
-        }
-    }
+    let mine = findings_about(&doc, ours);
+    let code = i32::from(!mine.is_empty());
+    doc["findings"] = Value::Array(mine);
     (code, doc)
 }
 
@@ -57,6 +51,15 @@ fn gone(pid: u32) -> bool {
 /// The identities (pid, start ticks) of processes the test started.
 fn identities(owned: &[Owned]) -> Vec<(u32, u64)> {
     owned.iter().map(|o| (o.pid, o.ticks)).collect()
+}
+
+/// The pids a test may judge: the host, what it runs now, and what the test already owns
+/// (what outlived a dead host is no longer under it).
+fn ours_now(host: u32, owned: &[Owned]) -> Vec<u32> {
+    let mut ours: Vec<u32> = owned.iter().map(|o| o.pid).collect();
+    ours.push(host);
+    ours.extend(descendants(host).into_iter().map(|(p, _)| p));
+    ours
 }
 
 /// The identity a finding is about (its id's subject, `kind:pid.ticks`), when it is a process.
@@ -201,7 +204,7 @@ fn start_host(config: &std::path::Path, env: &[(&str, String)]) -> (Spawned, Vec
     (host, servers)
 }
 
-/// The tests here read the whole machine's findings: one at a time.
+/// See the module's doc: verdicts that wait on time, one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 #[test]
@@ -227,7 +230,7 @@ fn a_crashed_host_leaves_exactly_the_eof_ignoring_server_orphaned() {
         .expect("the eof-ignorer's child");
 
     // The host alive: no finding, and the tree shows it with every server.
-    let (code, doc) = audit();
+    let (code, doc) = audit(&ours_now(host.pid, &owned));
     assert_eq!(code, 0, "a live host raises nothing: {doc:#}");
     let snap: Value =
         serde_json::from_slice(&cli().arg("snapshot").output().unwrap().stdout).unwrap();
@@ -282,7 +285,7 @@ fn a_crashed_host_leaves_exactly_the_eof_ignoring_server_orphaned() {
     );
 
     // A one-shot audit, started after the crash, knows nothing of the host: the pipe fact.
-    let (code, doc) = audit();
+    let (code, doc) = audit(&ours_now(host.pid, &owned));
     assert_eq!(code, 1, "{doc:#}");
     let findings = doc["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "exactly one finding: {doc:#}");
@@ -458,7 +461,7 @@ fn near_misses_daemon_supervised_server_nested_mcp_debugger_raise_nothing() {
         nested_worker,
         outer.pid(),
     ];
-    let (_, doc) = audit();
+    let (_, doc) = audit(&ours);
     let bad = findings_about(&doc, &ours);
     assert!(bad.is_empty(), "near misses raised findings: {bad:#?}");
     let snap: Value =
@@ -495,7 +498,7 @@ fn near_misses_daemon_supervised_server_nested_mcp_debugger_raise_nothing() {
     // The positive control: without its supervisor, nobody can write to the server.
     supervisor.signal(Signal::SIGKILL);
     supervisor.reap();
-    let (code, doc) = audit();
+    let (code, doc) = audit(&ours);
     assert_eq!(code, 1, "{doc:#}");
     let f = findings_about(&doc, &[supervised]);
     assert_eq!(f.len(), 1, "{doc:#}");
@@ -641,7 +644,7 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
         .flat_map(|(_, all)| all.iter().map(|p| Owned::adopt(*p)))
         .collect();
 
-    let (code, doc) = audit();
+    let (code, doc) = audit(&ours_now(host.pid, &owned));
     assert_eq!(code, 0, "a live host raises nothing: {doc:#}");
     let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "500"]));
     let stream = collect_lines(&mut watch);
@@ -671,7 +674,7 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
     eprintln!("survivors: {survivors:?}");
 
     // A one-shot audit started after the crash (after the 6 s grace: it waits for it).
-    let (code, doc) = audit();
+    let (code, doc) = audit(&ours_now(host.pid, &owned));
     assert_eq!(code, 1, "{doc:#}");
     let findings = doc["findings"].as_array().unwrap().clone();
     let about = |root: u32| {
@@ -769,7 +772,7 @@ fn a_crashed_hosts_wrapped_and_nameless_servers_are_each_found_and_killed_whole(
         survivors.iter().all(|p| gone(*p)).then_some(())
     })
     .unwrap_or_else(|| panic!("survivors left: {survivors:?}"));
-    let (code, doc) = audit();
+    let (code, doc) = audit(&ours_now(host.pid, &owned));
     assert_eq!(code, 0, "{doc:#}");
     owned.clear();
 }
@@ -1061,7 +1064,18 @@ fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through
         main_of(&names[0]).expect("the leaking container runs"),
         main_of(&names[1]).expect("the other container runs"),
     );
-    let (code, doc) = audit();
+    // What this test may judge: its host, the clients, both containers' processes.
+    let host_pid = host.pid;
+    let third = main_of(&names[2]).expect("the third container runs");
+    let judged = |owned: &[Owned]| {
+        let mut ours = ours_now(host_pid, owned);
+        for main in [leak, live, third] {
+            ours.push(main);
+            ours.extend(descendants(main).into_iter().map(|(p, _)| p));
+        }
+        ours
+    };
+    let (code, doc) = audit(&judged(&owned));
     assert_eq!(code, 0, "every client alive: nothing: {doc:#}");
     let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "500"]));
     let stream = collect_lines(&mut watch);
@@ -1080,7 +1094,7 @@ fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through
         main_of(&names[2]).is_none().then_some(())
     })
     .expect("the memory server exits on the end of its input and its container goes");
-    let (code, doc) = audit();
+    let (code, doc) = audit(&judged(&owned));
     assert_eq!(code, 1, "{doc:#}");
     let findings = doc["findings"].as_array().unwrap();
     assert_eq!(
@@ -1107,7 +1121,7 @@ fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through
             u["snapshot"]["findings"]
                 .as_array()?
                 .iter()
-                .find(|f| f["kind"] == "orphaned-container")
+                .find(|f| f["kind"] == "orphaned-container" && finding_pids(f) == [leak])
                 .cloned()
         })
     })
@@ -1165,7 +1179,7 @@ fn a_stdio_container_whose_client_is_gone_is_an_orphaned_container_ended_through
     let listed = String::from_utf8_lossy(&listed.stdout);
     assert!(!listed.contains(&names[0]), "removed: {listed}");
     assert!(listed.contains(&names[1]), "{listed}");
-    let (code, doc) = audit();
+    let (code, doc) = audit(&judged(&owned));
     assert_eq!(code, 0, "{doc:#}");
     host.signal(Signal::SIGKILL);
     host.reap();
