@@ -67,7 +67,7 @@ test-rust:
 	$(CARGO) build -p debugtop-cli --target x86_64-pc-windows-gnu
 	$(CARGO) build -p debugtop-core --example replaced_pid --target x86_64-pc-windows-gnu
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli --target x86_64-unknown-linux-musl
-	$(CARGO) test --workspace
+	$(CARGO) nextest run --workspace
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the
 # Rust model without committing the generated types.

@@ -49,6 +49,17 @@ for tool in node npm cargo; do
   command -v "$tool" >/dev/null || { echo "deps: '$tool' is not on PATH; install it first" >&2; exit 1; }
 done
 
+# cargo-nextest runs the Rust suites (`make test`: every test binary in one pool, see
+# .config/nextest.toml). Machines set up for Rust here carry it; built from crates.io if not.
+if [ "$what" = test ]; then
+  if cargo nextest --version >/dev/null 2>&1; then
+    echo "deps: cargo-nextest present"
+  else
+    echo "deps: installing cargo-nextest (cargo install, a few minutes)"
+    cargo install --locked cargo-nextest
+  fi
+fi
+
 # npm packages, from the lock files. Reinstalled only when the lock changed.
 npm_ci() {
   local dir="$1"
