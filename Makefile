@@ -63,10 +63,11 @@ lint:
 # The Windows CLI and the kill's identity driver (debug cross-builds) are what
 # crates/debugtop-cli/tests/windows.rs runs under Wine; the static CLI (musl) is what
 # crates/debugtop-cli/tests/image.rs packs into the exporter's image.
+# Both CLIs in one cargo run: each target's serial tail overlaps the other's.
 test-rust:
-	$(CARGO) build -p debugtop-cli --target x86_64-pc-windows-gnu
+	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli \
+	  --target x86_64-pc-windows-gnu --target x86_64-unknown-linux-musl
 	$(CARGO) build -p debugtop-core --example replaced_pid --target x86_64-pc-windows-gnu
-	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli --target x86_64-unknown-linux-musl
 	$(CARGO) nextest run --workspace
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the
