@@ -261,6 +261,19 @@ impl Client {
         .await
     }
 
+    /// `n` mock debug sessions, each started (paused on entry) and its start checked, named
+    /// `prefix-i`.
+    pub async fn start_mock_sessions(&self, prefix: &str, n: usize) -> Vec<String> {
+        let mut sessions = Vec::with_capacity(n);
+        for i in 0..n {
+            let s = self.create_session("mock", &format!("{prefix}-{i}")).await;
+            let started = self.start(&s, &crate::fixture("mock/script.js")).await;
+            assert_eq!(started["success"], true, "start_debugging: {started}");
+            sessions.push(s);
+        }
+        sessions
+    }
+
     /// Closes the MCP session cleanly (`DELETE /mcp`).
     pub async fn close(mut self) {
         let _ = self.inner.close().await;

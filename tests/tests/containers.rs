@@ -13,7 +13,7 @@ use debugtop_core::actions::kill;
 use debugtop_core::model::{FindingKind, NodeKind, Role, TreeNode, Update};
 use debugtop_e2e::mcp::{package_dir, Client, Server};
 use debugtop_e2e::procs::{descendants, ppid_of, signal_if_same, state_of};
-use debugtop_e2e::{fixture, render, start_ticks, tick_until, wait_for, Spawned, TreeGuard};
+use debugtop_e2e::{render, start_ticks, tick_until, wait_for, Spawned, TreeGuard};
 use nix::sys::signal::Signal;
 
 /// `unshare --pid --fork --mount-proc` works here (root, namespaces enabled).
@@ -165,7 +165,7 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
          (setting ns_last_pid needs root: run as root, as CI does)"
     );
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let sessions = start_mock_sessions(&client, "contained", 2).await;
+    let sessions = client.start_mock_sessions("contained", 2).await;
     let mut e = debugtop_e2e::engine(700);
     let workers = workers_seen(&mut e, &sessions).await;
     // Healthy for 12 s (twice the grace): no finding about anything of either server, at any
@@ -386,7 +386,7 @@ async fn every_fresh_audit_finds_a_contained_servers_orphans_and_none_while_it_l
     }
     let c = Contained::start(0);
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let sessions = start_mock_sessions(&client, "fresh", 2).await;
+    let sessions = client.start_mock_sessions("fresh", 2).await;
     let mut e = debugtop_e2e::engine(700);
     let workers = workers_seen(&mut e, &sessions).await;
     drop(e);
@@ -466,7 +466,7 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
     let outer = c.outer_init.expect("nested");
     assert_eq!(c.inner_pid, want, "the namespace's kernel gave another pid");
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let sessions = start_mock_sessions(&client, "outside", 2).await;
+    let sessions = client.start_mock_sessions("outside", 2).await;
     let workers = workers_of(c.host_pid, sessions.len());
     let config = || {
         debugtop_core::actions::audit::AuditConfig::new(debugtop_core::judging::Judging::default())
@@ -518,19 +518,6 @@ async fn a_reaper_started_outside_a_live_contained_server_leaves_its_sessions_wi
         said.iter().all(|f| f.server_pid == Some(c.host_pid)),
         "{said:#?}"
     );
-}
-
-/// `n` mock debug sessions started (paused on entry) through `client`, named `prefix-i`.
-async fn start_mock_sessions(client: &Client, prefix: &str, n: usize) -> Vec<String> {
-    let mut sessions = Vec::new();
-    for i in 0..n {
-        let s = client
-            .create_session("mock", &format!("{prefix}-{i}"))
-            .await;
-        client.start(&s, &fixture("mock/script.js")).await;
-        sessions.push(s);
-    }
-    sessions
 }
 
 /// The workers of `sessions` as the engine sees them, by identity, once all are up.

@@ -55,12 +55,7 @@ async fn real_server_tree_close_and_reap() {
     let b = Client::connect(&server.url()).await;
     let mut mocks = Vec::new();
     for (c, tag) in [(&a, "a"), (&b, "b")] {
-        for i in 0..2 {
-            let s = c.create_session("mock", &format!("mock-{tag}{i}")).await;
-            let r = c.start(&s, &fixture("mock/script.js")).await;
-            assert_eq!(r["success"], true, "{r}");
-            mocks.push(s);
-        }
+        mocks.extend(c.start_mock_sessions(&format!("mock-{tag}"), 2).await);
     }
     let py = a.create_session("python", "py-loop").await;
     let r = a.start(&py, &fixture("py-app/loop.py")).await;

@@ -222,12 +222,7 @@ async fn server_kill_9_leaves_orphaned_spinning_workers_that_need_sigkill() {
     let sentinel = Sentinel::new();
     let mut server = Server::start(60_000);
     let client = Client::connect(&server.url()).await;
-    let mut sessions = Vec::new();
-    for i in 0..3 {
-        let s = client.create_session("mock", &format!("orphan-{i}")).await;
-        client.start(&s, &fixture("mock/script.js")).await;
-        sessions.push(s);
-    }
+    let sessions = client.start_mock_sessions("orphan", 3).await;
     let mut e = engine();
     let workers: Vec<u32> = until(&mut e, 20, "workers up", |u| {
         let w: Vec<u32> = sessions
@@ -411,12 +406,7 @@ async fn healthy_server_paused_sessions_close_and_reap_raise_nothing() {
         })
     };
     let client = Client::connect(&server.url()).await;
-    let mut sessions = Vec::new();
-    for i in 0..2 {
-        let s = client.create_session("mock", &format!("healthy-{i}")).await;
-        client.start(&s, &fixture("mock/script.js")).await;
-        sessions.push(s);
-    }
+    let sessions = client.start_mock_sessions("healthy", 2).await;
     let mut gone = Abandoned::connect(server.port);
     let abandoned = gone.call(
         "create_debug_session",

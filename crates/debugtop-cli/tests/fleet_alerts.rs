@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use debugtop_e2e::mcp::{free_port, seed_bug_stand_in, Client, Server};
 use debugtop_e2e::prometheus::{self, get, Alertmanager, Prometheus, Webhook};
-use debugtop_e2e::{fixture, Spawned, TreeGuard};
+use debugtop_e2e::{Spawned, TreeGuard};
 use serde_json::Value;
 
 fn cli() -> Command {
@@ -120,13 +120,7 @@ async fn a_leak_pages_through_prometheus_and_alertmanager_and_resolves_after_its
 
     // A healthy run: two sessions paused at entry, one closed, every evaluation watched.
     let client = Client::connect(&server.url()).await;
-    let mut sessions = Vec::new();
-    for i in 0..2 {
-        let s = client.create_session("mock", &format!("fleet-{i}")).await;
-        let started = client.start(&s, &fixture("mock/script.js")).await;
-        assert_eq!(started["success"], true, "start_debugging: {started}");
-        sessions.push(s);
-    }
+    let sessions = client.start_mock_sessions("fleet", 2).await;
     let healthy_until = Instant::now() + Duration::from_secs(15);
     let mut evaluations = 0;
     while Instant::now() < healthy_until {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use debugtop_e2e::dockerd::Dockerd;
 use debugtop_e2e::mcp::{descendants_of, free_port, Client, Server};
 use debugtop_e2e::prometheus::get;
-use debugtop_e2e::{fixture, Owned};
+use debugtop_e2e::Owned;
 
 /// The static build `make test` makes (`cargo build --target x86_64-unknown-linux-musl -p
 /// debugtop-cli`), refused when any source it is built from is newer (a stale image would test
@@ -80,13 +80,7 @@ async fn the_image_on_the_hosts_pids_names_a_leak_held_on_the_host() {
     // Regression: on a loaded machine a session was not started yet when the server was
     // killed, its worker went with it. The crash comes once every start succeeded and every
     // worker has its adapter.
-    for i in 0..3 {
-        let s = client
-            .create_session("mock", &format!("image-orphan-{i}"))
-            .await;
-        let started = client.start(&s, &fixture("mock/script.js")).await;
-        assert_eq!(started["success"], true, "start_debugging: {started}");
-    }
+    client.start_mock_sessions("image-orphan", 3).await;
     debugtop_e2e::wait_for(Duration::from_secs(60), || {
         (descendants_of(server.pid()).len() >= 6).then_some(())
     })
