@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use debugtop_core::actions::kill;
-use debugtop_core::model::{Finding, FindingKind, Outcome, Role, Update};
+use debugtop_core::model::{Finding, FindingKind, Outcome, ProcId, Role, Update};
 use debugtop_core::sampler::Engine;
 use debugtop_core::state::plan::{self, PlanOptions};
 use debugtop_e2e::mcp::{Abandoned, Client, Server};
@@ -377,19 +377,19 @@ async fn healthy_server_paused_sessions_close_and_reap_raise_nothing() {
             let mut raised: Vec<String> = Vec::new();
             let mut session_seen = BTreeSet::new();
             // By identity (pid and start ticks), not pid: pids are reused here.
-            let mut started: BTreeSet<String> = BTreeSet::new();
+            let mut started: BTreeSet<ProcId> = BTreeSet::new();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 started.extend(
                     debugtop_e2e::mcp::descendants_of(server_pid)
                         .into_iter()
-                        .map(|(p, t)| format!("{p}.{t}")),
+                        .map(|(p, t)| ProcId::new(p, t)),
                 );
                 let u = e.tick().await.unwrap();
                 ticks += 1;
                 for f in &u.snapshot.findings {
                     let ours = f.server_pid == Some(server_pid)
                         || f.pids.contains(&server_pid)
-                        || started.contains(&f.id.subject);
+                        || f.id.proc().is_some_and(|id| started.contains(&id));
                     if ours {
                         raised.push(format!(
                             "tick {ticks}: {}: {:?}\n{}",
@@ -648,9 +648,9 @@ fn chain_identities(chains: &[Chain]) -> Vec<(u32, u64)> {
 /// Whether `f` is about one of `chains`: its subject or a planned target is one of their
 /// processes (by identity), or it names one of their sessions.
 fn about_chains(f: &Finding, chains: &[Chain], ours: &[(u32, u64)]) -> bool {
-    let subject = ours
-        .iter()
-        .any(|(pid, ticks)| f.id.subject == format!("{pid}.{ticks}"));
+    let subject =
+        f.id.proc()
+            .is_some_and(|id| ours.contains(&(id.pid, id.start_ticks)));
     let planned = f.plan.as_ref().is_some_and(|p| {
         p.targets
             .iter()

@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use debugtop_core::model::FindingId;
 use debugtop_e2e::dockerd::Dockerd;
 use debugtop_e2e::procs::{descendants, state_of};
 use debugtop_e2e::{fixture, wait_for, Owned, Spawned};
@@ -64,9 +65,8 @@ fn ours_now(host: u32, owned: &[Owned]) -> Vec<u32> {
 
 /// The identity a finding is about (its id's subject, `kind:pid.ticks`), when it is a process.
 fn subject_of(f: &Value) -> Option<(u32, u64)> {
-    let (_, subject) = f["id"].as_str()?.split_once(':')?;
-    let (pid, ticks) = subject.split_once('.')?;
-    Some((pid.parse().ok()?, ticks.parse().ok()?))
+    let id: FindingId = f["id"].as_str()?.parse().ok()?;
+    id.proc().map(|p| (p.pid, p.start_ticks))
 }
 
 /// Every target of a plan, as identities (`pid.start-ticks`).
