@@ -10,7 +10,7 @@ use std::time::SystemTime;
 /// Sources of `exe` changed after it was built: those cargo's dep-info names (its own crates'
 /// files; the lock file for its dependencies), or without one every file under the workspace
 /// crates' `src/`, their manifests and the lock file.
-pub fn newer_sources(exe: &Path) -> Vec<PathBuf> {
+fn newer_sources(exe: &Path) -> Vec<PathBuf> {
     let Some(built) = modified(exe) else {
         return Vec::new();
     };
@@ -22,6 +22,20 @@ pub fn newer_sources(exe: &Path) -> Vec<PathBuf> {
         .into_iter()
         .filter(|p| modified(p).is_some_and(|t| t > built))
         .collect()
+}
+
+/// Fails, saying `fix`, when `exe` is older than a source it was built from.
+pub fn assert_fresh(exe: &Path, fix: &str) {
+    let newer = newer_sources(exe);
+    assert!(
+        newer.is_empty(),
+        "{} is older than {} of the sources it is built from (e.g. {}): {fix}",
+        exe.display(),
+        newer.len(),
+        newer
+            .first()
+            .map_or_else(String::new, |p| p.display().to_string())
+    );
 }
 
 /// The sources cargo's `<exe stem>.d` names for `exe`, or `None` without one.

@@ -48,24 +48,6 @@ pub fn windows_node() -> PathBuf {
     kit().join(format!("node-{NODE_VERSION}/node.exe"))
 }
 
-/// Fails when the workspace's Windows build is older than a source it is built from: a plain
-/// `cargo test` builds the Linux side only, and would test yesterday's `.exe`. A program named
-/// by `DEBUGTOP_WINDOWS_CLI` is taken as it is.
-fn assert_built_after_its_sources(exe: &Path) {
-    if std::env::var_os("DEBUGTOP_WINDOWS_CLI").is_some() {
-        return;
-    }
-    let newer = crate::builds::newer_sources(exe);
-    assert!(
-        newer.is_empty(),
-        "the Windows debugtop-cli at {} is older than {} of its sources (e.g. {}): run `cargo \
-         build -p debugtop-cli --target x86_64-pc-windows-gnu` (make test does)",
-        exe.display(),
-        newer.len(),
-        newer[0].display()
-    );
-}
-
 /// A path as a Windows program under Wine names it (`/tmp/x` → `Z:\tmp\x`).
 pub fn win(path: &Path) -> String {
     format!("Z:{}", path.to_string_lossy().replace('/', "\\"))
@@ -102,7 +84,14 @@ impl Wine {
             "the Windows debugtop-cli",
             "run `cargo build -p debugtop-cli --target x86_64-pc-windows-gnu` (make test does)",
         );
-        assert_built_after_its_sources(&windows_cli());
+        // A plain `cargo test` builds the Linux side only, and would test yesterday's `.exe`;
+        // a program named by `DEBUGTOP_WINDOWS_CLI` is taken as it is.
+        if std::env::var_os("DEBUGTOP_WINDOWS_CLI").is_none() {
+            crate::builds::assert_fresh(
+                &windows_cli(),
+                "run `cargo build -p debugtop-cli --target x86_64-pc-windows-gnu` (make test does)",
+            );
+        }
         let dir = tempfile::tempdir().expect("tempdir");
         let prefix = dir.path().join("prefix");
         let ok = Command::new("cp")

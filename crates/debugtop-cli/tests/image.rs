@@ -30,13 +30,10 @@ fn static_cli() -> PathBuf {
             bin.display()
         );
     }
-    let newer = debugtop_e2e::builds::newer_sources(&bin);
-    assert!(
-        newer.is_empty(),
-        "{} is older than {}: run `make test` (or CC_x86_64_unknown_linux_musl=musl-gcc \
-         cargo build --target x86_64-unknown-linux-musl -p debugtop-cli)",
-        bin.display(),
-        newer[0].display()
+    debugtop_e2e::builds::assert_fresh(
+        &bin,
+        "run `make test` (or CC_x86_64_unknown_linux_musl=musl-gcc cargo build --target \
+         x86_64-unknown-linux-musl -p debugtop-cli)",
     );
     bin
 }
