@@ -1,8 +1,10 @@
 //! Every log of one server, tailed incrementally: its own logs (the per-pid CLI log,
 //! `--log-file`, winston's rotated siblings) and the `proxy-<session>.log` of each session that
 //! is live (a process carries its id) or that the server's log opened and has not closed.
-//! Listing a session's run dirs is I/O, and new run dirs are rare: they are listed at most every
-//! [`PROXY_RELIST`], the files already found are tailed every poll.
+//! Looking for winston's rotated siblings and listing a session's run dirs is I/O (each name
+//! looked up without following a link, component by component), and new siblings and run dirs
+//! are rare: both are looked for at most every [`PROXY_RELIST`], the files already found are
+//! tailed every poll.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -17,7 +19,8 @@ use crate::model::{
     LogEvent, LogEventKind, LogOrigin, LogsRead, SessionLogs, TailStats, MAX_PROXY_LOGS,
 };
 
-/// How often a session's run dirs are listed again for new proxy logs.
+/// How often a session's run dirs are listed again for new proxy logs, and a server's rotated
+/// logs looked for again.
 pub const PROXY_RELIST: Duration = Duration::from_secs(5);
 
 /// Lines older than the server's start by more than this belong to an earlier server that
@@ -34,6 +37,8 @@ pub struct ServerLogs {
     start: DateTime<Utc>,
     files: ServerFiles,
     tails: BTreeMap<PathBuf, LogTail>,
+    /// The server's own logs as last looked for, and when.
+    server_listed: Option<(Instant, Vec<PathBuf>)>,
     proxy_listed: BTreeMap<String, Instant>,
     /// Sessions the server's own log created and has not closed.
     open: BTreeSet<String>,
@@ -50,6 +55,7 @@ impl ServerLogs {
             start,
             files,
             tails: BTreeMap::new(),
+            server_listed: None,
             proxy_listed: BTreeMap::new(),
             open: BTreeSet::new(),
             not_followed: BTreeMap::new(),
@@ -66,8 +72,7 @@ impl ServerLogs {
         budget: &mut LogBudget,
     ) -> (Vec<LogEvent>, LogsRead) {
         let mut wanted: Vec<(PathBuf, LogOrigin)> = self
-            .files
-            .server_logs(self.owner)
+            .server_files(now)
             .into_iter()
             .map(|f| (f, LogOrigin::Server))
             .collect();
@@ -92,6 +97,18 @@ impl ServerLogs {
             self.track(e);
         }
         (events, self.read(errors))
+    }
+
+    /// The server's own logs: looked for again when due, else those found last time.
+    fn server_files(&mut self, now: Instant) -> Vec<PathBuf> {
+        match &self.server_listed {
+            Some((at, files)) if now.duration_since(*at) < PROXY_RELIST => files.clone(),
+            _ => {
+                let files = self.files.server_logs(self.owner);
+                self.server_listed = Some((now, files.clone()));
+                files
+            }
+        }
     }
 
     /// The proxy logs to tail: those already found, plus new run dirs of sessions due for a
@@ -276,5 +293,39 @@ mod tests {
         // Near miss: a session with a few runs follows every one and says nothing.
         let (few, left) = logs.files.proxy_logs("absent", uid);
         assert!(few.is_empty() && left == 0);
+    }
+
+    #[test]
+    fn a_rotated_log_is_looked_for_at_each_relisting_and_tailed_at_every_poll_after() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().expect("dir");
+        let log = d.path().join("server.log");
+        std::fs::write(&log, "").expect("write");
+        let files = ServerFiles {
+            cli_log: None,
+            log_file: Some(log.clone()),
+            sessions_dir: d.path().join("sessions"),
+        };
+        let uid = std::fs::metadata(d.path()).map(|m| m.uid()).ok();
+        let mut logs = ServerLogs::new(Utc::now(), files, uid);
+        let none = BTreeSet::new();
+        let tailed = |logs: &ServerLogs| logs.tails.keys().cloned().collect::<Vec<_>>();
+        let t0 = Instant::now();
+        logs.poll(&none, t0, &mut LogBudget::default());
+        assert_eq!(tailed(&logs), [log.clone()]);
+        // winston rotated: `server1.log` appears. Not looked for before the relisting is due…
+        let rotated = d.path().join("server1.log");
+        std::fs::write(&rotated, "").expect("write");
+        logs.poll(
+            &none,
+            t0 + Duration::from_secs(1),
+            &mut LogBudget::default(),
+        );
+        assert_eq!(tailed(&logs), [log.clone()]);
+        // …found then, and tailed at every poll after it.
+        logs.poll(&none, t0 + PROXY_RELIST, &mut LogBudget::default());
+        assert_eq!(tailed(&logs), [log.clone(), rotated.clone()]);
+        let again = logs.server_files(t0 + PROXY_RELIST + Duration::from_secs(1));
+        assert_eq!(again, [log, rotated]);
     }
 }
