@@ -125,3 +125,70 @@ fn no_secret_form_on_a_command_line_reaches_anything_published_at_any_tick() {
         .unwrap_or_default()
         .contains("ZqS1"));
 }
+
+/// A worker of 4242's with `argv`, using `cpu` % of a core.
+fn worker(pid: u32, argv: &[&str], cpu: f32) -> crate::model::Proc {
+    ProcBuilder::new(pid, Role::Worker)
+        .ppid(1)
+        .owner(4242)
+        .server(Some(4242))
+        .session(&format!("s-{pid}"))
+        .argv_words(argv)
+        .cpu(cpu)
+        .build()
+}
+
+#[test]
+fn what_has_nothing_to_redact_leaves_as_the_steps_own_allocation_and_a_secret_never_does() {
+    use std::sync::Arc;
+    let plain = ["node", "/n/dist/proxy/proxy-bootstrap.js"];
+    let secret = with_forms(&plain);
+    let mut state = State::new(StateConfig::default());
+    let find = |s: &Snapshot, pid: u32| {
+        s.processes
+            .iter()
+            .find(|p| p.pid == pid)
+            .cloned()
+            .unwrap_or_else(|| panic!("{pid} is shown"))
+    };
+    // The figures move at the last tick: the plain process still leaves as it came.
+    for (t, cpu) in [(0, 1.0), (1, 1.0), (2, 30.0)] {
+        let obs = ObservationBuilder::at(t)
+            .proc(worker(1100, &plain, cpu))
+            .proc(worker(1200, &secret, cpu))
+            .build();
+        let shown = state.step(obs).snapshot;
+        let raw = state.raw_snapshot();
+        assert!(
+            Arc::ptr_eq(&find(&raw, 1100), &find(&shown, 1100)),
+            "tick {t}: nothing to redact, no copy"
+        );
+        assert_eq!(find(&shown, 1100).sample.cpu_percent, Some(cpu));
+        let (raw_row, shown_row) = (row(&raw.tree, 1100), row(&shown.tree, 1100));
+        assert!(Arc::ptr_eq(&raw_row, &shown_row), "tick {t}: its row too");
+        // Near miss: the process with secrets leaves as a redacted copy, with the new figures.
+        assert!(!Arc::ptr_eq(&find(&raw, 1200), &find(&shown, 1200)));
+        assert_eq!(find(&shown, 1200).sample.cpu_percent, Some(cpu));
+        assert!(leaks(&shown).is_empty(), "tick {t}: {:?}", leaks(&shown));
+    }
+}
+
+/// The tree row of `pid`.
+fn row(
+    tree: &[std::sync::Arc<crate::model::TreeNode>],
+    pid: u32,
+) -> std::sync::Arc<crate::model::TreeNode> {
+    fn walk(
+        nodes: &[std::sync::Arc<crate::model::TreeNode>],
+        pid: u32,
+    ) -> Option<std::sync::Arc<crate::model::TreeNode>> {
+        nodes.iter().find_map(|n| {
+            if n.pid == Some(pid) {
+                Some(std::sync::Arc::clone(n))
+            } else {
+                walk(&n.children, pid)
+            }
+        })
+    }
+    walk(tree, pid).unwrap_or_else(|| panic!("{pid} has a row"))
+}
