@@ -312,7 +312,7 @@ mod tests {
         let tailed = |logs: &ServerLogs| logs.tails.keys().cloned().collect::<Vec<_>>();
         let t0 = Instant::now();
         logs.poll(&none, t0, &mut LogBudget::default());
-        assert_eq!(tailed(&logs), [log.clone()]);
+        assert_eq!(tailed(&logs), std::slice::from_ref(&log));
         // winston rotated: `server1.log` appears. Not looked for before the relisting is due…
         let rotated = d.path().join("server1.log");
         std::fs::write(&rotated, "").expect("write");
@@ -321,7 +321,7 @@ mod tests {
             t0 + Duration::from_secs(1),
             &mut LogBudget::default(),
         );
-        assert_eq!(tailed(&logs), [log.clone()]);
+        assert_eq!(tailed(&logs), std::slice::from_ref(&log));
         // …found then, and tailed at every poll after it.
         logs.poll(&none, t0 + PROXY_RELIST, &mut LogBudget::default());
         assert_eq!(tailed(&logs), [log.clone(), rotated.clone()]);
