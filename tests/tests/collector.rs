@@ -167,6 +167,33 @@ fn a_pid_that_exits_between_scans_is_dropped_and_counted() {
 }
 
 #[test]
+fn a_process_started_since_the_last_scan_is_in_the_next_scans_listing() {
+    // A scan lists `/proc` again only when the kernel gave out a pid or reaped a task since
+    // the last listing: one started right after a scan is in the very next one's.
+    let mut c = collector();
+    c.scan().unwrap();
+    for round in 0..20 {
+        c.scan().unwrap();
+        let mut s = sleeper();
+        c.scan().unwrap();
+        assert!(
+            c.listed().contains(&s.pid),
+            "round {round}: {} not listed",
+            s.pid
+        );
+        s.signal(Signal::SIGKILL);
+        s.reap();
+        let t = c.scan().unwrap();
+        assert!(
+            !c.listed().contains(&s.pid),
+            "round {round}: {} still listed",
+            s.pid
+        );
+        assert!(t.get(s.pid).is_none());
+    }
+}
+
+#[test]
 fn churn_while_scanning_never_fails_a_scan() {
     // Hundreds of short-lived processes appear and vanish while we scan: some vanish mid-read.
     let churn = Spawned::spawn(Command::new("sh").args(["-c", "while :; do /bin/true; done"]));

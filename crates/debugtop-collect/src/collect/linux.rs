@@ -25,6 +25,10 @@ use debugtop_model::{EnvMarkers, McpEvidence, ProcState};
 /// Every this many scans, a scan reads every process (not only the watched and new ones).
 pub const FULL_EVERY: u64 = 60;
 
+/// A listing of `/proc` reused while the kernel's pid counters stand is listed again anyway
+/// after this many scans.
+pub const RELIST_EVERY: u64 = 10;
+
 /// Reads more than this from `/proc/<pid>/cmdline` or `environ` are cut (see [`parse_cmdline`]).
 const READ_CAP: u64 = 256 * 1024;
 
@@ -47,6 +51,37 @@ pub struct ProcfsCollector {
     exits_watched: bool,
     /// A process's first read gives its CPU over its life (a one-shot look).
     one_read_cpu: bool,
+    /// The last listing of `/proc`, reused while nothing was created or reaped since.
+    listing: Option<Listing>,
+}
+
+/// What `/proc/loadavg` says of the process table: the last pid the kernel gave out in
+/// debugtop's pid namespace, and how many tasks the machine has. The pids listed in `/proc`
+/// change only when a task is created — a pid is given out here, also for a task of a nested
+/// namespace, which has a pid in every namespace above it — or reaped (one task fewer; a
+/// zombie is still listed): while both stand, the last listing is still the listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PidCounters {
+    last_pid: u32,
+    tasks: u32,
+}
+
+impl PidCounters {
+    /// `/proc/loadavg`'s `0.00 0.01 0.05 1/234 5678`: tasks after the `/`, the last pid last.
+    fn parse(text: &str) -> Option<Self> {
+        let mut f = text.split_whitespace().skip(3);
+        let tasks = f.next()?.split_once('/')?.1.parse().ok()?;
+        let last_pid = f.next()?.parse().ok()?;
+        Some(Self { last_pid, tasks })
+    }
+}
+
+/// The pids of one listing of `/proc`, the counters read just before it, and its scan.
+#[derive(Debug)]
+struct Listing {
+    counters: PidCounters,
+    pids: Vec<u32>,
+    gen: u64,
 }
 
 impl ProcfsCollector {
@@ -73,6 +108,7 @@ impl ProcfsCollector {
             read_next: std::collections::HashSet::new(),
             exits_watched: false,
             one_read_cpu: false,
+            listing: None,
         })
     }
 
@@ -94,6 +130,12 @@ impl ProcfsCollector {
     /// without it (the default) every watched process is read every scan.
     pub fn set_exits_watched(&mut self, watched: bool) {
         self.exits_watched = watched;
+    }
+
+    /// The pids the last scan went through (its listing of `/proc`, or the one before it
+    /// reused), for tests and diagnostics.
+    pub fn listed(&self) -> &[u32] {
+        self.listing.as_ref().map_or(&[], |l| &l.pids)
     }
 
     /// The identity cache (read-only), for tests and diagnostics.
@@ -132,6 +174,58 @@ impl ProcfsCollector {
         let started = Instant::now();
         self.gen += 1;
         let mut stats = ScanStats::default();
+        let listing = self.listing(full, &mut stats)?;
+        let mut pass = Pass::new(self, full);
+        let mut samples = Vec::with_capacity(self.cache.len() + 64);
+        let mut name = String::new();
+        for pid in &listing.pids {
+            use std::fmt::Write;
+            name.clear();
+            let _ = write!(name, "{pid}");
+            if let Some(s) = self.sample(&name, &mut pass, &mut stats) {
+                samples.push(s);
+            }
+        }
+        self.listing = Some(listing);
+        stats.exited = u32::try_from(self.cache.sweep(self.gen)).unwrap_or(u32::MAX);
+        Ok(Harvest {
+            samples,
+            stats,
+            started,
+        })
+    }
+
+    /// The pids in `/proc`: the last listing again while the kernel's pid counters stand (not
+    /// for a full scan, and at least every [`RELIST_EVERY`] scans), else a new listing. Listing
+    /// 5,000 pids was a tenth of the app's tick at 5,000 orphans (BENCHMARKS.md). Only for the
+    /// system's own `/proc`: the counters are of debugtop's pid namespace.
+    fn listing(&mut self, full: bool, stats: &mut ScanStats) -> Result<Listing> {
+        let counters = (self.root == Path::new("/proc"))
+            .then(|| std::fs::read_to_string(self.root.join("loadavg")).ok())
+            .flatten()
+            .and_then(|t| PidCounters::parse(&t));
+        let gen = self.gen;
+        match self.listing.take() {
+            Some(last)
+                if !full
+                    && counters == Some(last.counters)
+                    && gen.saturating_sub(last.gen) < RELIST_EVERY =>
+            {
+                Ok(last)
+            }
+            _ => Ok(Listing {
+                pids: self.list(stats)?,
+                counters: counters.unwrap_or(PidCounters {
+                    last_pid: 0,
+                    tasks: 0,
+                }),
+                gen,
+            }),
+        }
+    }
+
+    /// Every pid in `/proc`, as listed now.
+    fn list(&self, stats: &mut ScanStats) -> Result<Vec<u32>> {
         // rustix's Dir yields names without allocating (std's read_dir allocates per entry).
         let io = |e: rustix::io::Errno| Error::ProcessTable {
             path: self.root.clone(),
@@ -147,8 +241,7 @@ impl ProcfsCollector {
         )
         .map_err(io)?;
         let mut dir = rustix::fs::Dir::read_from(&dir_fd).map_err(io)?;
-        let mut pass = Pass::new(self, full);
-        let mut samples = Vec::with_capacity(self.cache.len() + 64);
+        let mut pids = Vec::with_capacity(self.cache.len() + 64);
         for entry in dir.by_ref() {
             let Ok(entry) = entry else {
                 stats.vanished += 1;
@@ -158,19 +251,11 @@ impl ProcfsCollector {
             if raw.is_empty() || !raw.iter().all(u8::is_ascii_digit) {
                 continue;
             }
-            let Ok(name) = std::str::from_utf8(raw) else {
-                continue;
-            };
-            if let Some(s) = self.sample(name, &mut pass, &mut stats) {
-                samples.push(s);
+            if let Some(pid) = std::str::from_utf8(raw).ok().and_then(|n| n.parse().ok()) {
+                pids.push(pid);
             }
         }
-        stats.exited = u32::try_from(self.cache.sweep(self.gen)).unwrap_or(u32::MAX);
-        Ok(Harvest {
-            samples,
-            stats,
-            started,
-        })
+        Ok(pids)
     }
 
     /// One process of a pass: its stat read into the pass's buffer (the hot path: one open
@@ -602,6 +687,25 @@ fn absolute(proc: &Process, path: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pid_counters_are_read_from_loadavg_and_anything_else_is_none() {
+        assert_eq!(
+            PidCounters::parse("0.00 0.01 0.05 1/234 5678\n"),
+            Some(PidCounters {
+                last_pid: 5678,
+                tasks: 234
+            })
+        );
+        for bad in [
+            "",
+            "0.00 0.01 0.05 1/234",
+            "0.00 0.01 0.05 234 5678",
+            "a b c 1/x 5",
+        ] {
+            assert_eq!(PidCounters::parse(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_line_read_in_one_go_is_whole_and_a_longer_file_is_read_to_its_end() {
