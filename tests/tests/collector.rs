@@ -39,14 +39,14 @@ fn parent_and_child_links_are_seen_exactly() {
     // process's argv is re-read on every scan until it settles.
     let h = wait_for(T, || {
         let h = c.harvest().ok()?;
-        (h.get(child)?.ident.argv == ["sleep", "300"]).then_some(h)
+        (h.get(child)?.ident.argv[..] == ["sleep", "300"]).then_some(h)
     })
     .expect("child seen after exec");
     let parent = h.get(sh.pid).expect("sh seen");
     let kid = h.get(child).expect("sleep seen");
     assert_eq!(kid.ppid, sh.pid);
     assert_eq!(parent.ppid, my_pid());
-    assert_eq!(kid.ident.argv, ["sleep", "300"]);
+    assert_eq!(kid.ident.argv[..], ["sleep", "300"]);
     assert_eq!(kid.start_ticks, start_ticks(child).unwrap());
     // Same group and session as its parent (no job control in `sh -c`).
     assert_eq!((kid.pgid, kid.sid), (parent.pgid, parent.sid));
@@ -146,7 +146,7 @@ fn orphan_is_reparented_away_from_its_creator() {
     // process's argv is re-read on every scan until it settles.
     let h = wait_for(T, || {
         let h = c.harvest().ok()?;
-        (h.get(orphan)?.ident.argv == ["sleep", "300"]).then_some(h)
+        (h.get(orphan)?.ident.argv[..] == ["sleep", "300"]).then_some(h)
     })
     .expect("orphan seen with its own argv");
     let p = h.get(orphan).unwrap();
@@ -245,7 +245,7 @@ fn a_reused_pid_is_a_new_identity() {
     // collector reads the settled argv, as the sampler does for every young process.
     let h = wait_for(T, || {
         let h = c.harvest().ok()?;
-        (h.get(target)?.ident.argv == ["sleep", "300"]).then_some(h)
+        (h.get(target)?.ident.argv[..] == ["sleep", "300"]).then_some(h)
     })
     .unwrap_or_else(|| panic!("the new process at pid {target} never showed its own argv"));
     let p = h.get(target).unwrap();

@@ -659,7 +659,7 @@ fn sample_finding(p: &SampleProcs) -> Finding {
             role: p.role,
             pgid: p.pgid,
             sid: p.sid,
-            argv: p.argv.clone(),
+            argv: p.argv.to_vec(),
             via: *via,
         })
         .collect(),

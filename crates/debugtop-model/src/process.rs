@@ -37,7 +37,7 @@ impl ProcFacts {
             start_ticks,
             uid: None,
             role,
-            argv,
+            argv: argv.into(),
             markers: EnvMarkers::default(),
             server_pid: None,
             session_id: None,
@@ -134,7 +134,7 @@ pub struct ProcFacts {
     /// What the process is.
     pub role: Role,
     /// Command line. Redacted wherever it leaves the core (snapshots, UI).
-    pub argv: Vec<String>,
+    pub argv: std::sync::Arc<[String]>,
     /// Environment markers (never the whole environment).
     pub markers: EnvMarkers,
     /// The server this process belongs to (its own pid for a server).

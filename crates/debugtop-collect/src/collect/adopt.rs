@@ -77,8 +77,8 @@ fn adoption(
         return (moved || not_inits_own(s, init)).then_some(Adopted::Init);
     }
     let parent_argv = match parent {
-        Some(p) => p.ident.argv.as_slice(),
-        None => cache.current(s.ppid).map_or(&[][..], |i| i.argv.as_slice()),
+        Some(p) => &p.ident.argv[..],
+        None => cache.current(s.ppid).map_or(&[][..], |i| &i.argv[..]),
     };
     if let Some(name) = subreaper(parent_argv) {
         return Some(Adopted::Subreaper { pid: s.ppid, name });

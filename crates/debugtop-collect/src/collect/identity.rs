@@ -27,7 +27,7 @@ pub const YOUNG: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ident {
     /// Command line (bounded; see [`parse::parse_cmdline`]).
-    pub argv: Vec<String>,
+    pub argv: Arc<[String]>,
     /// Environment markers (only for candidates; empty otherwise).
     pub markers: EnvMarkers,
     /// What the process says it is.
@@ -60,7 +60,7 @@ impl Ident {
         let markers = EnvMarkers::default();
         let signature = classify::classify(&argv, &markers);
         Self {
-            argv,
+            argv: argv.into(),
             markers,
             signature,
             uid: None,

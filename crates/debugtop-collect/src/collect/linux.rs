@@ -561,7 +561,7 @@ fn ident_of(
         return Ident {
             uid,
             wine: true,
-            argv,
+            argv: argv.into(),
             ..Ident::of_argv(Vec::new())
         };
     }
@@ -593,7 +593,7 @@ fn ident_of(
             .then(|| super::ns::read(&pid.to_string(), our_pid_ns(), our_container(), status))
             .flatten(),
         tracer_pid: super::ns::tracer_pid(status),
-        argv,
+        argv: argv.into(),
         markers,
         signature,
         uid,

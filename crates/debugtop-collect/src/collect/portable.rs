@@ -203,7 +203,7 @@ fn ident_of(p: &sysinfo::Process) -> Ident {
     Ident {
         uid: p.user_id().and_then(|u| u.to_string().parse::<u32>().ok()),
         host: markers.host.or_else(|| super::classify::host_kind(&argv)),
-        argv,
+        argv: argv.into(),
         markers,
         signature,
         pkg_dir,

@@ -237,7 +237,7 @@ fn host_ref(s: &Sample) -> HostRef {
         pid: s.pid,
         start_ticks: s.start_ticks,
         kind: s.ident.host.unwrap_or(HostKind::Unlabelled),
-        argv: s.ident.argv.clone(),
+        argv: s.ident.argv.to_vec(),
     }
 }
 

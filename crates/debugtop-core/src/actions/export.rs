@@ -535,7 +535,8 @@ mod tests {
             "--adapter-access-token".into(),
             "s3cr3t".into(),
             "/home/dev/app.py".into(),
-        ];
+        ]
+        .into();
         crate::redact::redact_snapshot(&mut s, Some("/home/dev"));
         let j = serde_json::to_string(&s.processes[0]).unwrap();
         assert!(!j.contains("s3cr3t") && j.contains("~/app.py"), "{j}");

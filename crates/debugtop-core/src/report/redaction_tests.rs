@@ -308,7 +308,7 @@ mod live {
             0 => {
                 let i = at % s.processes.len().max(1);
                 if let Some(p) = s.processes.get_mut(i).map(Arc::make_mut) {
-                    p.argv.push(format!("--token={secret}"));
+                    p.argv = super::with_arg(&p.argv, format!("--token={secret}"));
                 }
             }
             1 => {
@@ -391,9 +391,8 @@ mod live {
     #[test]
     fn a_process_whose_samples_change_keeps_its_redacted_command_line() {
         let mut s = sample_snapshot();
-        Arc::make_mut(&mut s.processes[0])
-            .argv
-            .push("--adapter-access-token=Zq0123456789".into());
+        let p = Arc::make_mut(&mut s.processes[0]);
+        p.argv = super::with_arg(&p.argv, "--adapter-access-token=Zq0123456789".into());
         let mut live = LiveRedaction::new(None);
         let mut first = s.clone();
         live.apply(&mut first);
@@ -406,4 +405,9 @@ mod live {
         assert_eq!(second.processes[0].argv, first.processes[0].argv);
         assert!(!second.processes[0].argv.join(" ").contains("Zq0123456789"));
     }
+}
+
+/// `argv` with `arg` after it.
+fn with_arg(argv: &[String], arg: String) -> std::sync::Arc<[String]> {
+    argv.iter().cloned().chain([arg]).collect()
 }

@@ -430,7 +430,7 @@ fn target(p: &Proc, via: Via) -> KillTarget {
         role: p.role,
         pgid: p.pgid,
         sid: p.sid,
-        argv: p.argv.clone(),
+        argv: p.argv.to_vec(),
         via,
     }
 }

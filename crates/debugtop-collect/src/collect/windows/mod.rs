@@ -230,7 +230,7 @@ fn ident_of(e: &sys::Entry, h: Option<&sys::Handle>) -> Ident {
     Ident {
         uid,
         host: markers.host.or_else(|| super::classify::host_kind(&argv)),
-        argv,
+        argv: argv.into(),
         markers,
         signature,
         pkg_dir,
@@ -332,7 +332,7 @@ pub fn glance(pid: u32) -> Option<super::Glance> {
         sid: 0,
         state: ProcState::Unknown,
         start_ticks: created,
-        argv: ident.argv,
+        argv: ident.argv.to_vec(),
         uid: ident.uid,
     })
 }
