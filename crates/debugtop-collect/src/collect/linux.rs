@@ -68,11 +68,13 @@ struct PidCounters {
 
 impl PidCounters {
     /// `/proc/loadavg`'s `0.00 0.01 0.05 1/234 5678`: tasks after the `/`, the last pid last.
+    /// A zero in either is a file that says nothing (an emulated `/proc` that writes
+    /// `0/0 0`): `None`, and every scan lists.
     fn parse(text: &str) -> Option<Self> {
         let mut f = text.split_whitespace().skip(3);
         let tasks = f.next()?.split_once('/')?.1.parse().ok()?;
         let last_pid = f.next()?.parse().ok()?;
-        Some(Self { last_pid, tasks })
+        (tasks > 0 && last_pid > 0).then_some(Self { last_pid, tasks })
     }
 }
 
@@ -702,6 +704,7 @@ mod tests {
             "0.00 0.01 0.05 1/234",
             "0.00 0.01 0.05 234 5678",
             "a b c 1/x 5",
+            "0.00 0.00 0.00 0/0 0",
         ] {
             assert_eq!(PidCounters::parse(bad), None, "{bad:?}");
         }
