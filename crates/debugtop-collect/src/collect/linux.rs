@@ -53,6 +53,23 @@ pub struct ProcfsCollector {
     one_read_cpu: bool,
     /// The last listing of `/proc`, reused while nothing was created or reaped since.
     listing: Option<Listing>,
+    /// Whether `/proc/loadavg`'s counters describe the `/proc` listed (see [`counters_trusted`]).
+    counters_trusted: bool,
+}
+
+/// Whether `/proc/loadavg`'s pid counters can tell that `root`'s listing stands: `root` is the
+/// system's `/proc` of debugtop's own pid namespace (`/proc/self` names debugtop's pid: not a
+/// parent namespace's `/proc` left mounted after `unshare --pid`, where what is created there
+/// gives out no pid here), and the file is procfs's own (not LXCFS's, which rewrites it every
+/// few seconds and says the highest pid instead of the last one given out).
+fn counters_trusted(root: &Path) -> bool {
+    let ours = std::fs::read_link(root.join("self"))
+        .ok()
+        .and_then(|p| p.to_str()?.parse::<u32>().ok())
+        == Some(std::process::id());
+    let procfs = rustix::fs::statfs(root.join("loadavg"))
+        .is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64);
+    root == Path::new("/proc") && ours && procfs
 }
 
 /// What `/proc/loadavg` says of the process table: the last pid the kernel gave out in
@@ -100,7 +117,6 @@ impl ProcfsCollector {
             detail: e.to_string(),
         })?;
         Ok(Self {
-            root,
             boot_time_ms: i64::try_from(boot).unwrap_or(0).saturating_mul(1000),
             ticks_per_sec: procfs::ticks_per_second().max(1),
             page_size: procfs::page_size(),
@@ -111,6 +127,8 @@ impl ProcfsCollector {
             exits_watched: false,
             one_read_cpu: false,
             listing: None,
+            counters_trusted: counters_trusted(&root),
+            root,
         })
     }
 
@@ -199,10 +217,11 @@ impl ProcfsCollector {
 
     /// The pids in `/proc`: the last listing again while the kernel's pid counters stand (not
     /// for a full scan, and at least every [`RELIST_EVERY`] scans), else a new listing. Listing
-    /// 5,000 pids was a tenth of the app's tick at 5,000 orphans (BENCHMARKS.md). Only for the
-    /// system's own `/proc`: the counters are of debugtop's pid namespace.
+    /// 5,000 pids was a tenth of the app's tick at 5,000 orphans (BENCHMARKS.md). Only where
+    /// the counters are known to describe this `/proc` ([`counters_trusted`]).
     fn listing(&mut self, full: bool, stats: &mut ScanStats) -> Result<Listing> {
-        let counters = (self.root == Path::new("/proc"))
+        let counters = self
+            .counters_trusted
             .then(|| std::fs::read_to_string(self.root.join("loadavg")).ok())
             .flatten()
             .and_then(|t| PidCounters::parse(&t));
@@ -689,6 +708,21 @@ fn absolute(proc: &Process, path: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_counters_are_trusted_for_this_systems_proc_only() {
+        assert!(
+            counters_trusted(Path::new("/proc")),
+            "procfs of our namespace"
+        );
+        // Near misses: another folder laid out like procfs, and the same /proc by another name.
+        let d = tempfile::tempdir().expect("dir");
+        std::fs::write(d.path().join("loadavg"), "0.00 0.01 0.05 1/234 5678\n").expect("write");
+        std::os::unix::fs::symlink(std::process::id().to_string(), d.path().join("self"))
+            .expect("link");
+        assert!(!counters_trusted(d.path()), "not procfs");
+        assert!(!counters_trusted(Path::new("/proc/self/root/proc")));
+    }
 
     #[test]
     fn the_pid_counters_are_read_from_loadavg_and_anything_else_is_none() {

@@ -87,9 +87,14 @@ impl ServerLogs {
             let tail = self
                 .tails
                 .entry(path.clone())
-                .or_insert_with(|| LogTail::new(path, origin).owned_by(self.owner));
+                .or_insert_with(|| LogTail::new(path.clone(), origin).owned_by(self.owner));
             match tail.poll(budget) {
                 Ok(evs) => events.extend(evs.into_iter().filter(|e| self.is_this_servers(e))),
+                Err(_) if origin == LogOrigin::Server && self.is_sibling(&path) => {
+                    // A rotated log found at the last look that is no longer a plain file of
+                    // the server's user: as at a look, it is not there (looked for again next).
+                    self.forget(&path);
+                }
                 Err(e) => errors.push(e.to_string()),
             }
         }
@@ -109,6 +114,20 @@ impl ServerLogs {
                 files
             }
         }
+    }
+
+    /// Whether `path` is one of winston's rotated logs (not the CLI log or `--log-file`).
+    fn is_sibling(&self, path: &std::path::Path) -> bool {
+        let main = [&self.files.cli_log, &self.files.log_file];
+        !main.iter().any(|m| m.as_deref() == Some(path))
+    }
+
+    /// Stops tailing a rotated log until a look finds it again.
+    fn forget(&mut self, path: &std::path::Path) {
+        if let Some((_, files)) = &mut self.server_listed {
+            files.retain(|f| f != path);
+        }
+        self.tails.remove(path);
     }
 
     /// The proxy logs to tail: those already found, plus new run dirs of sessions due for a
@@ -326,6 +345,25 @@ mod tests {
         logs.poll(&none, t0 + PROXY_RELIST, &mut LogBudget::default());
         assert_eq!(tailed(&logs), [log.clone(), rotated.clone()]);
         let again = logs.server_files(t0 + PROXY_RELIST + Duration::from_secs(1));
-        assert_eq!(again, [log, rotated]);
+        assert_eq!(again, [log.clone(), rotated.clone()]);
+        // Between two looks the rotated log becomes a link: dropped without an error, as a
+        // look would have passed it by. Near miss: the server's own log as a link is one.
+        std::fs::remove_file(&rotated).expect("rm");
+        std::os::unix::fs::symlink("/etc/hostname", &rotated).expect("link");
+        let (_, read) = logs.poll(
+            &none,
+            t0 + PROXY_RELIST + Duration::from_secs(2),
+            &mut LogBudget::default(),
+        );
+        assert!(read.errors.is_empty(), "{:?}", read.errors);
+        assert_eq!(tailed(&logs), std::slice::from_ref(&log));
+        std::fs::remove_file(&log).expect("rm");
+        std::os::unix::fs::symlink("/etc/hostname", &log).expect("link");
+        let (_, read) = logs.poll(
+            &none,
+            t0 + PROXY_RELIST + Duration::from_secs(3),
+            &mut LogBudget::default(),
+        );
+        assert_eq!(read.errors.len(), 1, "{:?}", read.errors);
     }
 }
