@@ -95,10 +95,10 @@ impl PidCounters {
     }
 }
 
-/// The pids of one listing of `/proc`, the counters read just before it, and its scan.
+/// The pids of one listing of `/proc`, the counters read just before it (`None`: none to trust), and its scan.
 #[derive(Debug)]
 struct Listing {
-    counters: PidCounters,
+    counters: Option<PidCounters>,
     pids: Vec<u32>,
     gen: u64,
 }
@@ -198,11 +198,8 @@ impl ProcfsCollector {
         let mut pass = Pass::new(self, full);
         let mut samples = Vec::with_capacity(self.cache.len() + 64);
         let mut name = String::new();
-        for pid in &listing.pids {
-            use std::fmt::Write;
-            name.clear();
-            let _ = write!(name, "{pid}");
-            if let Some(s) = self.sample(&name, &mut pass, &mut stats) {
+        for &pid in &listing.pids {
+            if let Some(s) = self.sample(pid, &mut name, &mut pass, &mut stats) {
                 samples.push(s);
             }
         }
@@ -229,17 +226,15 @@ impl ProcfsCollector {
         match self.listing.take() {
             Some(last)
                 if !full
-                    && counters == Some(last.counters)
+                    && counters.is_some()
+                    && counters == last.counters
                     && gen.saturating_sub(last.gen) < RELIST_EVERY =>
             {
                 Ok(last)
             }
             _ => Ok(Listing {
                 pids: self.list(stats)?,
-                counters: counters.unwrap_or(PidCounters {
-                    last_pid: 0,
-                    tasks: 0,
-                }),
+                counters,
                 gen,
             }),
         }
@@ -281,24 +276,35 @@ impl ProcfsCollector {
 
     /// One process of a pass: its stat read into the pass's buffer (the hot path: one open
     /// and read, parsed without allocating), its identity from the cache or read once. `None`
-    /// for a process skipped (unwatched and old), vanished or unreadable (counted).
-    fn sample(&mut self, name: &str, pass: &mut Pass, stats: &mut ScanStats) -> Option<Sample> {
+    /// for a process skipped (unwatched and old), vanished or unreadable (counted). `name` is
+    /// a buffer for the pid's folder name, written only when it is read.
+    fn sample(
+        &mut self,
+        pid: u32,
+        name: &mut String,
+        pass: &mut Pass,
+        stats: &mut ScanStats,
+    ) -> Option<Sample> {
         if !pass.full {
-            if let Ok(pid) = name.parse::<u32>() {
-                if self.cache.skip_unwatched(pid, self.gen, pass.now) {
+            if self.cache.skip_unwatched(pid, self.gen, pass.now) {
+                stats.processes += 1;
+                return None;
+            }
+            if self.exits_watched && !self.read_next.contains(&pid) {
+                if let Some((stat, ident)) = self.cache.quiet_stat(pid, self.gen, pass.now) {
                     stats.processes += 1;
-                    return None;
-                }
-                if self.exits_watched && !self.read_next.contains(&pid) {
-                    if let Some((stat, ident)) = self.cache.quiet_stat(pid, self.gen, pass.now) {
-                        stats.processes += 1;
-                        stats.quiet += 1;
-                        // Quiet: no CPU time used over its last reads.
-                        return Some(self.sample_of(&stat, ident, Some(0.0)));
-                    }
+                    stats.quiet += 1;
+                    // Quiet: no CPU time used over its last reads.
+                    return Some(self.sample_of(&stat, ident, Some(0.0)));
                 }
             }
         }
+        name.clear();
+        {
+            use std::fmt::Write;
+            let _ = write!(name, "{pid}");
+        }
+        let name = name.as_str();
         let stat = read_stat_into(name, pass, stats)?;
         let state = ProcState::from_letter(stat.state);
         let ident = self.identity(name, &stat, state, pass, stats)?;
