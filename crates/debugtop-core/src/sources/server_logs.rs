@@ -330,19 +330,19 @@ mod tests {
         let none = BTreeSet::new();
         let tailed = |logs: &ServerLogs| logs.tails.keys().cloned().collect::<Vec<_>>();
         let t0 = Instant::now();
-        logs.poll(&none, t0, &mut LogBudget::default());
+        // A poll `after` the first; what it read.
+        let poll_at = |logs: &mut ServerLogs, after: Duration| {
+            logs.poll(&none, t0 + after, &mut LogBudget::default()).1
+        };
+        poll_at(&mut logs, Duration::ZERO);
         assert_eq!(tailed(&logs), std::slice::from_ref(&log));
         // winston rotated: `server1.log` appears. Not looked for before the relisting is due…
         let rotated = d.path().join("server1.log");
         std::fs::write(&rotated, "").expect("write");
-        logs.poll(
-            &none,
-            t0 + Duration::from_secs(1),
-            &mut LogBudget::default(),
-        );
+        poll_at(&mut logs, Duration::from_secs(1));
         assert_eq!(tailed(&logs), std::slice::from_ref(&log));
         // …found then, and tailed at every poll after it.
-        logs.poll(&none, t0 + PROXY_RELIST, &mut LogBudget::default());
+        poll_at(&mut logs, PROXY_RELIST);
         assert_eq!(tailed(&logs), [log.clone(), rotated.clone()]);
         let again = logs.server_files(t0 + PROXY_RELIST + Duration::from_secs(1));
         assert_eq!(again, [log.clone(), rotated.clone()]);
@@ -350,20 +350,12 @@ mod tests {
         // look would have passed it by. Near miss: the server's own log as a link is one.
         std::fs::remove_file(&rotated).expect("rm");
         std::os::unix::fs::symlink("/etc/hostname", &rotated).expect("link");
-        let (_, read) = logs.poll(
-            &none,
-            t0 + PROXY_RELIST + Duration::from_secs(2),
-            &mut LogBudget::default(),
-        );
+        let read = poll_at(&mut logs, PROXY_RELIST + Duration::from_secs(2));
         assert!(read.errors.is_empty(), "{:?}", read.errors);
         assert_eq!(tailed(&logs), std::slice::from_ref(&log));
         std::fs::remove_file(&log).expect("rm");
         std::os::unix::fs::symlink("/etc/hostname", &log).expect("link");
-        let (_, read) = logs.poll(
-            &none,
-            t0 + PROXY_RELIST + Duration::from_secs(3),
-            &mut LogBudget::default(),
-        );
+        let read = poll_at(&mut logs, PROXY_RELIST + Duration::from_secs(3));
         assert_eq!(read.errors.len(), 1, "{:?}", read.errors);
     }
 }
