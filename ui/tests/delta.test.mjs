@@ -18,8 +18,18 @@ const loadDelta = () => loadLib('delta');
 /** As JSON would carry it: no `undefined` members. */
 const plain = (x) => JSON.parse(JSON.stringify(x));
 
+/** The view's kept pid index answers as a map built afresh from its list, for every pid. */
+function samePids(view, procsByPid, where) {
+  const procs = view.snapshot.processes;
+  const kept = view.procsByPid(procs);
+  assert.ok(kept, `${where}: the view's own list has its index`);
+  const fresh = procsByPid(procs);
+  for (const pid of new Set([...fresh.keys(), 1, 999999])) assert.equal(kept.get(pid), fresh.get(pid), `${where}: pid ${pid}`);
+}
+
 test("delta.ts applies every message of Rust's sequences to the snapshot Rust expects", async () => {
   const { LiveView } = await loadDelta();
+  const { procsByPid } = await loadLib('tree');
   const cases = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'delta-cases.json'), 'utf8'));
   assert.ok(cases.sequences.length >= 2);
   let changes = 0;
@@ -33,6 +43,7 @@ test("delta.ts applies every message of Rust's sequences to the snapshot Rust ex
       // An idle tick keeps the snapshot's identity and moves only the view's clock.
       const shown = { ...plain(view.snapshot), taken_at: view.takenAt };
       assert.deepStrictEqual(shown, plain(seq.expected[i]), `sequence ${n}, message ${i} (${m.type})`);
+      samePids(view, procsByPid, `sequence ${n}, message ${i}`);
     }
   }
   assert.ok(changes >= 10, `only ${changes} change messages: the fixture tests little`);
@@ -49,4 +60,40 @@ test('a change message on the wrong base asks for a resync and changes nothing',
   const before = plain(view.snapshot);
   assert.equal(view.receive({ ...second, base: Number(second.base) + 7 }), 'resync');
   assert.deepStrictEqual(plain(view.snapshot), before);
+});
+
+test("the live view's pid index follows upserts without rebuilding, a reused pid answered by the later process", async () => {
+  const { LiveView } = await loadDelta();
+  const { procsByPid } = await loadLib('tree');
+  const cases = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'delta-cases.json'), 'utf8'));
+  const first = cases.sequences[0].messages[0];
+  const view = new LiveView();
+  view.receive(first);
+  const [a, b] = first.snapshot.processes;
+  assert.ok(a && b && a.pid !== b.pid, 'the fixture has two processes');
+  let seq = Number(first.seq);
+  const change = (processes) => {
+    const m = { type: 'changes', base: seq, seq: seq + 1, taken_at: first.snapshot.taken_at, processes };
+    seq += 1;
+    assert.equal(view.receive(m), 'changed');
+    return view.procsByPid(view.snapshot.processes);
+  };
+  const before = view.procsByPid(view.snapshot.processes);
+  // One process's figures move: a new lookup (what reads it is drawn again) with the new figures.
+  const moved = { ...a, cpu_percent: 77 };
+  const after = change({ upsert: [moved] });
+  assert.notEqual(after, before);
+  assert.equal(after.get(a.pid), moved);
+  // A new process reusing b's pid comes after b in the list: it is what the pid names now…
+  const reuse = { ...b, start_ticks: b.start_ticks + 1000, cpu_percent: 5 };
+  assert.equal(change({ upsert: [reuse] }).get(b.pid), reuse);
+  // …and an update of the earlier process with that pid does not take the pid back.
+  const old = { ...b, cpu_percent: 9 };
+  assert.equal(change({ upsert: [old] }).get(b.pid), reuse);
+  samePids(view, procsByPid, 'after the reuse');
+  // A removal builds the list again: the earlier process answers once the later is gone.
+  assert.equal(change({ remove: [`${reuse.pid}.${reuse.start_ticks}`] }).get(b.pid)?.cpu_percent, 9);
+  samePids(view, procsByPid, 'after the removal');
+  // Any other list (an opened snapshot's) has no kept index.
+  assert.equal(view.procsByPid([...view.snapshot.processes]), undefined);
 });

@@ -12,6 +12,7 @@ import type { Proc } from './bindings/Proc';
 import type { Finding } from './bindings/Finding';
 import type { LogEvent } from './bindings/LogEvent';
 import { procId, type ProcId } from './bindings/words';
+import type { PidLookup } from './tree';
 
 /** A process by its identity, as the core spells it. */
 export const procKey = (p: Proc): ProcId => procId(p.pid, p.start_ticks);
@@ -89,10 +90,19 @@ export class KeyedList<T> {
 
   /** The keys the last `apply` added (upserts of keys the list did not hold). */
   added: string[] = [];
+  /** Whether the last `apply` built the list again (a removal or a new order) rather than
+   * replacing and appending in place. */
+  rebuilt = false;
+
+  /** Where `key` is in the list. */
+  indexOf(key: string): number | undefined {
+    return this.at.get(key);
+  }
 
   apply(k: Keyed<T>): T[] {
     this.added = (k.upsert ?? []).map(this.key).filter((key) => !this.at.has(key));
-    if ((k.remove ?? []).length > 0 || k.order) {
+    this.rebuilt = (k.remove ?? []).length > 0 || !!k.order;
+    if (this.rebuilt) {
       this.items = applyKeyed(this.items, k, this.key);
       this.reindex();
       return this.items;
@@ -111,6 +121,42 @@ export class KeyedList<T> {
   }
 }
 
+/**
+ * The processes by pid, kept with their list between messages: a tick that changes one process
+ * of 5,000 sets one entry, where building the map again made a 5,000-entry map and array each
+ * tick that the window's JavaScript engine held as garbage until its next collection (about
+ * a megabyte a tick). The same answers as `procsByPid(list)`: where two processes share a pid
+ * (a reused one), the later in the list wins. Each change gives a new lookup, so what reads it
+ * is drawn again.
+ */
+class PidIndex {
+  private byPid = new Map<number, Proc>();
+  lookup: PidLookup = this.byPid;
+
+  reset(items: Proc[]) {
+    this.byPid = new Map();
+    for (const p of items) this.byPid.set(p.pid, p);
+    this.renew();
+  }
+
+  /** `list` after an `apply` that upserted `upserts`. */
+  follow(list: KeyedList<Proc>, upserts: Proc[]) {
+    if (list.rebuilt) return this.reset(list.items);
+    for (const p of upserts) {
+      const held = this.byPid.get(p.pid);
+      const later = (k: ProcId) => list.indexOf(k) ?? -1;
+      if (held && procKey(held) !== procKey(p) && later(procKey(held)) > later(procKey(p))) continue;
+      this.byPid.set(p.pid, p);
+    }
+    this.renew();
+  }
+
+  private renew() {
+    const m = this.byPid;
+    this.lookup = { get: (pid) => m.get(pid) };
+  }
+}
+
 /** What receiving a message did. */
 export type Received = 'changed' | 'idle' | 'resync';
 
@@ -124,6 +170,7 @@ export class LiveView {
   /** The tree as rows, kept so a tree change is applied without re-walking the tree. */
   private treeRows = new KeyedList<TreeRow>([], rowKey);
   private processes = new KeyedList<Proc>([], procKey);
+  private pids = new PidIndex();
   private findings = new KeyedList<Finding>([], findingKey);
   /** The processes the last message brought (new or changed), or `null` when it brought the
    * whole list: what follows the figures of each process looks at these alone. */
@@ -133,6 +180,12 @@ export class LiveView {
   /** How many timeline events fell off the front so far: event i's stable key is dropped + i. */
   timelineDropped = 0;
 
+  /** The processes of `procs` by pid, kept between messages, when `procs` is the list this
+   * view holds; `undefined` for any other list (an opened snapshot's). */
+  procsByPid(procs: Proc[]): PidLookup | undefined {
+    return procs === this.processes.items ? this.pids.lookup : undefined;
+  }
+
   receive(m: ViewMessage): Received {
     if (m.type === 'full') {
       // A whole tree after another (a resync): what it adds is still new to the viewer.
@@ -141,6 +194,7 @@ export class LiveView {
       this.treeRows = new KeyedList(rows(m.snapshot.tree), rowKey);
       this.addedNodes = before ? this.treeRows.items.map(rowKey).filter((k) => !before.has(k)) : null;
       this.processes = new KeyedList(m.snapshot.processes, procKey);
+      this.pids.reset(m.snapshot.processes);
       this.findings = new KeyedList(m.snapshot.findings, findingKey);
       this.changedProcesses = null;
       this.seq = Number(m.seq);
@@ -182,7 +236,10 @@ export class LiveView {
     take('sources', c.sources);
     take('groups', c.groups);
     if (c.environment) take('environment', c.environment.value);
-    if (c.processes) take('processes', this.processes.apply(c.processes));
+    if (c.processes) {
+      take('processes', this.processes.apply(c.processes));
+      this.pids.follow(this.processes, c.processes.upsert ?? []);
+    }
     if (c.findings) take('findings', this.findings.apply(c.findings));
     if (c.tree) {
       take('tree', forest(this.treeRows.apply(c.tree)));

@@ -6,6 +6,7 @@ import type { Finding } from './bindings/Finding';
 import type { ServerInfo } from './bindings/ServerInfo';
 import type { TimelineEvent } from './bindings/TimelineEvent';
 import type { DebugSession } from './bindings/DebugSession';
+import type { PidLookup } from './tree';
 
 /** The selected node's process, server, findings, recent log lines and debug session. */
 export interface Parts {
@@ -21,7 +22,7 @@ const LOG_LINES = 12;
 
 export function detailParts(
   node: TreeNode | null,
-  procs: Map<number, Proc>,
+  procs: PidLookup,
   servers: ServerInfo[],
   findings: Finding[],
   timeline: TimelineEvent[],

@@ -41,6 +41,10 @@ export function findingsByPid(findings: Finding[]): Map<number | string, Finding
   return m;
 }
 
+/** Processes by pid: all the views read of them (a `Map`, or the live view's kept index). */
+export type PidLookup = Pick<ReadonlyMap<number, Proc>, 'get'>;
+
+/** Processes by pid, built afresh; where two share a pid (a reused one), the later wins. */
 export function procsByPid(procs: Proc[]): Map<number, Proc> {
   return new Map(procs.map((p) => [p.pid, p]));
 }
@@ -57,7 +61,7 @@ function subtreeMatches(n: TreeNode, q: string): boolean {
   return n.children.some((c) => subtreeMatches(c, q));
 }
 
-function totals(n: TreeNode, procs: Map<number, Proc>): { cpu: number; rss: number; count: number } {
+function totals(n: TreeNode, procs: PidLookup): { cpu: number; rss: number; count: number } {
   let cpu = 0;
   let rss = 0;
   let count = 0;
@@ -108,7 +112,7 @@ export function flattenLines(forest: TreeNode[], collapsed: Set<string>, filter:
 }
 
 /** A line with what the current figures and findings say of it. */
-export function decorate(line: Line, findings: Map<number | string, Finding>, procs: Map<number, Proc>): Row {
+export function decorate(line: Line, findings: Map<number | string, Finding>, procs: PidLookup): Row {
   const n = line.node;
   const p = n.pid != null ? procs.get(n.pid) : undefined;
   let cpu = p && n.kind !== 'http-session' ? (p.cpu_percent ?? 0) : 0;
@@ -156,7 +160,7 @@ export function sortLines(
   forest: TreeNode[],
   collapsed: Set<string>,
   filter: string,
-  procs: Map<number, Proc>,
+  procs: PidLookup,
   key: SortKey,
 ): Line[] {
   if (key === 'tree') return flattenLines(forest, collapsed, filter);
