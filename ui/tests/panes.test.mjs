@@ -62,3 +62,21 @@ test("the detail pane's parts: a process's own findings, a session's log lines, 
   assert.deepEqual(sp.findings, []);
   assert.deepEqual(parts(null), { proc: undefined, server: undefined, findings: [], logLines: [], session: undefined });
 });
+
+test('clock times come from one formatter, as toLocaleTimeString writes them (regression: a formatter per line)', async () => {
+  const made = [];
+  const Real = Intl.DateTimeFormat;
+  Intl.DateTimeFormat = function (...args) {
+    made.push(args);
+    return new Real(...args);
+  };
+  try {
+    const { clock } = await loadLib('format');
+    const times = Array.from({ length: 200 }, (_, i) => at(i * 37));
+    for (const t of times) assert.equal(clock(t), new Date(t).toLocaleTimeString());
+    assert.equal(made.length, 1, `${made.length} formatters for ${times.length} times`);
+    assert.equal(clock('not a time'), 'not a time');
+  } finally {
+    Intl.DateTimeFormat = Real;
+  }
+});
