@@ -21,7 +21,7 @@ const plain = (x) => JSON.parse(JSON.stringify(x));
 /** The view's kept pid index answers as a map built afresh from its list, for every pid. */
 function samePids(view, procsByPid, where) {
   const procs = view.snapshot.processes;
-  const kept = view.procsByPid(procs);
+  const kept = view.procsByPid(view.snapshot);
   assert.ok(kept, `${where}: the view's own list has its index`);
   const fresh = procsByPid(procs);
   for (const pid of new Set([...fresh.keys(), 1, 999999])) assert.equal(kept.get(pid), fresh.get(pid), `${where}: pid ${pid}`);
@@ -72,18 +72,25 @@ test("the live view's pid index follows upserts without rebuilding, a reused pid
   const [a, b] = first.snapshot.processes;
   assert.ok(a && b && a.pid !== b.pid, 'the fixture has two processes');
   let seq = Number(first.seq);
-  const change = (processes) => {
-    const m = { type: 'changes', base: seq, seq: seq + 1, taken_at: first.snapshot.taken_at, processes };
+  const change = (processes, more = {}) => {
+    const m = { type: 'changes', base: seq, seq: seq + 1, taken_at: first.snapshot.taken_at, processes, ...more };
     seq += 1;
     assert.equal(view.receive(m), 'changed');
-    return view.procsByPid(view.snapshot.processes);
+    assert.equal(view.processesChanged, processes !== undefined);
+    return view.procsByPid(view.snapshot);
   };
-  const before = view.procsByPid(view.snapshot.processes);
-  // One process's figures move: a new lookup (what reads it is drawn again) with the new figures.
+  const list = view.snapshot.processes;
+  const before = view.procsByPid(view.snapshot);
+  // One process's figures move: a new lookup (what reads it is drawn again) with the new
+  // figures, and the list changed where it is (no copy of every process for one).
   const moved = { ...a, cpu_percent: 77 };
   const after = change({ upsert: [moved] });
   assert.notEqual(after, before);
   assert.equal(after.get(a.pid), moved);
+  assert.equal(view.snapshot.processes, list, 'the same list, changed in place');
+  assert.ok(view.snapshot.processes.includes(moved));
+  // A message that moves something else says the processes did not change: the same lookup.
+  assert.equal(change(undefined, { sources: [] }), after);
   // A new process reusing b's pid comes after b in the list: it is what the pid names now…
   const reuse = { ...b, start_ticks: b.start_ticks + 1000, cpu_percent: 5 };
   assert.equal(change({ upsert: [reuse] }).get(b.pid), reuse);
@@ -94,6 +101,7 @@ test("the live view's pid index follows upserts without rebuilding, a reused pid
   // A removal builds the list again: the earlier process answers once the later is gone.
   assert.equal(change({ remove: [`${reuse.pid}.${reuse.start_ticks}`] }).get(b.pid)?.cpu_percent, 9);
   samePids(view, procsByPid, 'after the removal');
-  // Any other list (an opened snapshot's) has no kept index.
-  assert.equal(view.procsByPid([...view.snapshot.processes]), undefined);
+  // Any other snapshot (an opened one) has no kept index.
+  assert.equal(view.procsByPid({ ...view.snapshot, processes: [...view.snapshot.processes] }), undefined);
+  assert.equal(view.procsByPid(null), undefined);
 });

@@ -792,6 +792,26 @@ test('the timeline strip: brushing a stretch filters the event list, and the chi
   await page.close();
 });
 
+test("a process's CPU chart gains a point at each tick that moves it (its list is changed in place)", async () => {
+  const s = clone(sample);
+  const p = s.processes.find((x) => x.role === 'worker') ?? s.processes[0];
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, s, 1);
+  await page.click(`[data-id="proc:${p.pid}.${p.start_ticks}"]`);
+  const chart = '[data-testid=detail] [data-testid=chart][aria-label="CPU history"]';
+  await page.waitForSelector(chart);
+  const points = async () => Number(await page.getAttribute(chart, 'data-points'));
+  const start = await points();
+  for (let k = 1; k <= 3; k++) {
+    const taken_at = new Date(Date.parse(s.taken_at) + k * 1000).toISOString();
+    await pushChanges(page, { seq: 1 + k, base: k, taken_at, processes: { upsert: [{ ...p, cpu_percent: 20 + k }] } });
+  }
+  await page.waitForFunction(([sel, n]) => Number(document.querySelector(sel)?.dataset.points) >= n, [chart, start + 3]);
+  assert.equal(await points(), start + 3, 'one point per tick that moved the process');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('regression: under a POSIX locale (navigator.language "C") the window still draws', async () => {
   // WebKitGTK under LANG=C reports "C", which Intl rejects: uPlot formats numbers at load time
   // and the whole window stayed blank.

@@ -73,13 +73,17 @@ export function applyKeyed<T>(a: T[], k: Keyed<T>, key: (x: T) => string): T[] {
 /**
  * A keyed list and its index by key, kept between messages: an upsert of a few elements among
  * 5,000 looks each one up instead of indexing the whole list again. A removal or a new order
- * rebuilds the index.
+ * rebuilds the list and the index.
  */
 export class KeyedList<T> {
   private at = new Map<string, number>();
+  /** `inPlace`: upserts replace and append in `items` itself rather than in a copy, for the
+   * list that changes every tick (the processes): its readers follow the view's change flags,
+   * not the list's identity. */
   constructor(
     public items: T[],
     private key: (x: T) => string,
+    private inPlace = false,
   ) {
     this.reindex();
   }
@@ -107,7 +111,7 @@ export class KeyedList<T> {
       this.reindex();
       return this.items;
     }
-    const out = this.items.slice();
+    const out = this.inPlace ? this.items : this.items.slice();
     for (const x of k.upsert ?? []) {
       const key = this.key(x);
       const i = this.at.get(key);
@@ -175,15 +179,21 @@ export class LiveView {
   /** The processes the last message brought (new or changed), or `null` when it brought the
    * whole list: what follows the figures of each process looks at these alone. */
   changedProcesses: Proc[] | null = null;
+  /** Whether the last message changed the processes. Their list is changed in place when a
+   * message only replaces and adds (a tick that moves one process of 5,000 copied all 5,000,
+   * and the web process grew by a fifth of a megabyte a tick until its engine collected), so
+   * its identity does not say it. */
+  processesChanged = false;
   /** The ids of the tree nodes the last message added, or `null` when it brought the first tree. */
   addedNodes: string[] | null = null;
   /** How many timeline events fell off the front so far: event i's stable key is dropped + i. */
   timelineDropped = 0;
 
-  /** The processes of `procs` by pid, kept between messages, when `procs` is the list this
-   * view holds; `undefined` for any other list (an opened snapshot's). */
-  procsByPid(procs: Proc[]): PidLookup | undefined {
-    return procs === this.processes.items ? this.pids.lookup : undefined;
+  /** The processes of `snapshot` by pid, kept between messages, when it is a snapshot this view
+   * built (its list is this view's); `undefined` for any other (an opened snapshot). A new
+   * lookup each time the processes change, the same one otherwise. */
+  procsByPid(snapshot: Snapshot | null): PidLookup | undefined {
+    return snapshot && snapshot.processes === this.processes.items ? this.pids.lookup : undefined;
   }
 
   receive(m: ViewMessage): Received {
@@ -193,8 +203,9 @@ export class LiveView {
       this.snapshot = m.snapshot;
       this.treeRows = new KeyedList(rows(m.snapshot.tree), rowKey);
       this.addedNodes = before ? this.treeRows.items.map(rowKey).filter((k) => !before.has(k)) : null;
-      this.processes = new KeyedList(m.snapshot.processes, procKey);
+      this.processes = new KeyedList(m.snapshot.processes, procKey, true);
       this.pids.reset(m.snapshot.processes);
+      this.processesChanged = true;
       this.findings = new KeyedList(m.snapshot.findings, findingKey);
       this.changedProcesses = null;
       this.seq = Number(m.seq);
@@ -208,6 +219,7 @@ export class LiveView {
     this.takenAt = m.taken_at;
     this.events = m.events ?? [];
     this.changedProcesses = m.processes?.upsert ?? [];
+    this.processesChanged = m.processes !== undefined;
     this.addedNodes = [];
     const next = this.apply(this.snapshot, m);
     if (next === this.snapshot) return 'idle';
