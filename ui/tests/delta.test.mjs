@@ -105,3 +105,63 @@ test("the live view's pid index follows upserts without rebuilding, a reused pid
   assert.equal(view.procsByPid({ ...view.snapshot, processes: [...view.snapshot.processes] }), undefined);
   assert.equal(view.procsByPid(null), undefined);
 });
+
+test("the kept pid index answers as a fresh map through random upserts, removals and reorders of reused pids", async () => {
+  const { LiveView } = await loadDelta();
+  const { procsByPid } = await loadLib('tree');
+  const cases = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'delta-cases.json'), 'utf8'));
+  const first = cases.sequences[0].messages[0];
+  const template = first.snapshot.processes[0];
+  // A small deterministic generator: the same cases every run.
+  let state = 0x9e3779b9;
+  const rand = (n) => {
+    state = (Math.imul(state ^ (state >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
+    return state % n;
+  };
+  const proc = (pid, ticks, cpu) => ({ ...template, pid, start_ticks: ticks, cpu_percent: cpu });
+  const key = (p) => `${p.pid}.${p.start_ticks}`;
+  const view = new LiveView();
+  view.receive({ ...first, snapshot: { ...first.snapshot, processes: [proc(1, 1, 0), proc(2, 1, 0)] } });
+  let seq = Number(first.seq);
+  let reused = 0;
+  for (let step = 0; step < 400; step++) {
+    const list = view.snapshot.processes;
+    const processes = {};
+    const what = rand(10);
+    if (what < 7 || list.length < 2) {
+      // One to three upserts over three pids and four start times: updates and new processes
+      // sharing a pid, in one message.
+      processes.upsert = Array.from({ length: 1 + rand(3) }, () => proc(1 + rand(3), 1 + rand(4), rand(100)));
+    } else if (what < 9) {
+      processes.remove = [key(list[rand(list.length)])];
+    } else {
+      const order = list.map(key);
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = rand(i + 1);
+        [order[i], order[j]] = [order[j], order[i]];
+      }
+      processes.order = order;
+    }
+    assert.equal(view.receive({ type: 'changes', base: seq, seq: seq + 1, taken_at: first.snapshot.taken_at, processes }), 'changed');
+    seq += 1;
+    const pids = view.snapshot.processes.map((p) => p.pid);
+    if (new Set(pids).size < pids.length) reused += 1;
+    samePids(view, procsByPid, `step ${step} (${JSON.stringify(processes).slice(0, 120)})`);
+  }
+  assert.ok(reused > 100, `only ${reused} steps had a reused pid: the test tests little`);
+});
+
+test('a message that fails halfway keeps nothing: the next one asks for the whole snapshot', async () => {
+  const { LiveView } = await loadDelta();
+  const cases = JSON.parse(fs.readFileSync(path.join(here, 'fixtures', 'delta-cases.json'), 'utf8'));
+  const first = cases.sequences[0].messages[0];
+  const view = new LiveView();
+  view.receive(first);
+  const seq = Number(first.seq);
+  const p = { ...first.snapshot.processes[0], cpu_percent: 42 };
+  // The processes apply (in place), then the findings cannot.
+  const bad = { type: 'changes', base: seq, seq: seq + 1, taken_at: first.snapshot.taken_at, processes: { upsert: [p] }, findings: { upsert: [null] } };
+  assert.throws(() => view.receive(bad));
+  assert.equal(view.snapshot, null);
+  assert.equal(view.receive({ type: 'changes', base: seq + 1, seq: seq + 2, taken_at: first.snapshot.taken_at }), 'resync');
+});

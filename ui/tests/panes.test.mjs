@@ -70,6 +70,9 @@ test('clock times come from one formatter, as toLocaleTimeString writes them (re
     made.push(args);
     return new Real(...args);
   };
+  // Not UTC (where this runs, likely): a formatter fixed to UTC or to one locale would differ.
+  const tz = process.env.TZ;
+  process.env.TZ = 'Asia/Kolkata';
   try {
     const { clock } = await loadLib('format');
     const times = Array.from({ length: 200 }, (_, i) => at(i * 37));
@@ -78,5 +81,7 @@ test('clock times come from one formatter, as toLocaleTimeString writes them (re
     assert.equal(clock('not a time'), 'not a time');
   } finally {
     Intl.DateTimeFormat = Real;
+    if (tz === undefined) delete process.env.TZ;
+    else process.env.TZ = tz;
   }
 });

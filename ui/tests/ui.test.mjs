@@ -808,6 +808,7 @@ test("a process's CPU chart gains a point at each tick that moves it (its list i
   }
   await page.waitForFunction(([sel, n]) => Number(document.querySelector(sel)?.dataset.points) >= n, [chart, start + 3]);
   assert.equal(await points(), start + 3, 'one point per tick that moved the process');
+  assert.ok((await page.textContent('[data-testid=cpu-chart]')).includes('CPU 23.0 %'), 'the detail shows the last figure');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -1,7 +1,9 @@
 // The live view, kept from the backend's messages: a whole snapshot, then only what changed.
 // The same rule as debugtop_core::delta::apply (proved there: apply(a, diff(a, b)) == b).
 // Parts that did not change keep their identity, so what draws them is not redrawn; a tick
-// where nothing but the clock moved changes nothing at all. Pure: no DOM, no IPC.
+// where nothing but the clock moved changes nothing at all. One exception: the processes' list
+// is changed in place (it changes every tick), and `LiveView.processesChanged` says when.
+// Pure: no DOM, no IPC.
 import type { Snapshot } from './bindings/Snapshot';
 import type { SnapshotChanges } from './bindings/SnapshotChanges';
 import type { ViewMessage } from './bindings/ViewMessage';
@@ -131,7 +133,7 @@ export class KeyedList<T> {
  * tick that the window's JavaScript engine held as garbage until its next collection (about
  * a megabyte a tick). The same answers as `procsByPid(list)`: where two processes share a pid
  * (a reused one), the later in the list wins. Each change gives a new lookup, so what reads it
- * is drawn again.
+ * is drawn again; every lookup reads the one index, so an older one answers as the newest.
  */
 class PidIndex {
   private byPid = new Map<number, Proc>();
@@ -146,9 +148,9 @@ class PidIndex {
   /** `list` after an `apply` that upserted `upserts`. */
   follow(list: KeyedList<Proc>, upserts: Proc[]) {
     if (list.rebuilt) return this.reset(list.items);
+    const later = (k: ProcId) => list.indexOf(k) ?? -1;
     for (const p of upserts) {
       const held = this.byPid.get(p.pid);
-      const later = (k: ProcId) => list.indexOf(k) ?? -1;
       if (held && procKey(held) !== procKey(p) && later(procKey(held)) > later(procKey(p))) continue;
       this.byPid.set(p.pid, p);
     }
@@ -221,7 +223,16 @@ export class LiveView {
     this.changedProcesses = m.processes?.upsert ?? [];
     this.processesChanged = m.processes !== undefined;
     this.addedNodes = [];
-    const next = this.apply(this.snapshot, m);
+    let next: Snapshot;
+    try {
+      next = this.apply(this.snapshot, m);
+    } catch (e) {
+      // The processes' list may be changed in place already: nothing half-applied is kept; the
+      // next message asks for the whole snapshot again.
+      this.snapshot = null;
+      this.seq = null;
+      throw e;
+    }
     if (next === this.snapshot) return 'idle';
     this.snapshot = next;
     return 'changed';
