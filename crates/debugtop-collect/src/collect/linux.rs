@@ -58,18 +58,22 @@ pub struct ProcfsCollector {
 }
 
 /// Whether `/proc/loadavg`'s pid counters can tell that `root`'s listing stands: `root` is the
-/// system's `/proc` of debugtop's own pid namespace (`/proc/self` names debugtop's pid: not a
-/// parent namespace's `/proc` left mounted after `unshare --pid`, where what is created there
-/// gives out no pid here), and the file is procfs's own (not LXCFS's, which rewrites it every
-/// few seconds and says the highest pid instead of the last one given out).
+/// system's `/proc`, and [`describes_us`].
 fn counters_trusted(root: &Path) -> bool {
+    root == Path::new("/proc") && describes_us(root)
+}
+
+/// Whether the procfs at `root` is of debugtop's own pid namespace (`self` names debugtop's
+/// pid: not a parent namespace's `/proc` left mounted after `unshare --pid`, where what is
+/// created there gives out no pid here) and its `loadavg` is procfs's own (not LXCFS's, which
+/// rewrites it every few seconds and says the highest pid instead of the last one given out).
+fn describes_us(root: &Path) -> bool {
     let ours = std::fs::read_link(root.join("self"))
         .ok()
         .and_then(|p| p.to_str()?.parse::<u32>().ok())
         == Some(std::process::id());
-    let procfs = rustix::fs::statfs(root.join("loadavg"))
-        .is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64);
-    root == Path::new("/proc") && ours && procfs
+    ours && rustix::fs::statfs(root.join("loadavg"))
+        .is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64)
 }
 
 /// What `/proc/loadavg` says of the process table: the last pid the kernel gave out in
@@ -728,6 +732,15 @@ mod tests {
             .expect("link");
         assert!(!counters_trusted(d.path()), "not procfs");
         assert!(!counters_trusted(Path::new("/proc/self/root/proc")));
+        // What each check decides on its own (the path alone decided both near misses above):
+        // the folder's `self` names us, so only procfs's own `loadavg` tells it apart; the same
+        // procfs by another name describes us.
+        assert!(describes_us(Path::new("/proc")));
+        assert!(
+            !describes_us(d.path()),
+            "self is ours, the file is not procfs's"
+        );
+        assert!(describes_us(Path::new("/proc/self/root/proc")));
     }
 
     #[test]
