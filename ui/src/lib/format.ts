@@ -34,7 +34,8 @@ export function age(fromIso: string, now: number = Date.now()): string {
 }
 
 /** The one formatter of clock times, made at first use with the engine's default locale and
- * time zone (a change of either while the window is open is not followed). `toLocaleTimeString` makes a new ICU date formatter at every call — in the
+ * time zone (a change of either while the window is open is not followed).
+ * `toLocaleTimeString` makes a new ICU date formatter at every call — in the
  * window's JavaScriptCore some 25 KB of native memory, given back only when the engine next
  * collects — and the timeline and the finding cards call it for every line they draw: at
  * 5,000 orphans that was 80 MB of the web process's malloc heap, kept by it after. */
