@@ -11,8 +11,8 @@ use debugtop_core::actions::fleet::{self, TargetSnapshot};
 use debugtop_core::actions::kill::{self, HeldPlan, KillOptions, KillRequest, PlannedOn};
 use debugtop_core::delta::Follower;
 use debugtop_core::model::{
-    AuditResult, KillPlan, KillReport, Progress, Snapshot, Target, TargetAudit, TargetStatus,
-    ViewMessage,
+    statuses_look_alike, AuditResult, KillPlan, KillReport, Progress, Snapshot, Target,
+    TargetAudit, TargetStatus, ViewMessage,
 };
 use tauri::ipc::Channel;
 use tauri::State;
@@ -60,6 +60,7 @@ pub fn subscribe(
                     if changed.is_err() || on_error.send(errors.borrow_and_update().clone()).is_err() {
                         break;
                     }
+                    st.ipc.errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
@@ -78,16 +79,26 @@ pub fn resync(state: AppStateRef<'_>) {
     state.resync.send_modify(|n| *n += 1);
 }
 
-/// Streams every target's status (local first), at most twice a second.
+/// Streams every target's status (local first), at most twice a second, and only when they
+/// look different (a tick of the local sampler moves only the local target's update time,
+/// which the window does not show).
 #[tauri::command]
 pub fn subscribe_targets(state: AppStateRef<'_>, on_status: Channel<Vec<TargetStatus>>) {
     let st = Arc::clone(&state);
     let mut statuses = st.statuses.subscribe();
     let task = tauri::async_runtime::spawn(async move {
+        let mut sent: Option<Vec<TargetStatus>> = None;
         loop {
             let now = statuses.borrow_and_update().clone();
-            if on_status.send(now).is_err() {
-                break;
+            if !sent
+                .as_deref()
+                .is_some_and(|s| statuses_look_alike(s, &now))
+            {
+                if on_status.send(now.clone()).is_err() {
+                    break;
+                }
+                st.ipc.statuses.fetch_add(1, Ordering::Relaxed);
+                sent = Some(now);
             }
             // Coalesced: twenty targets ticking each second are two messages, not twenty.
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;

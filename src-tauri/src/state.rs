@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use chrono::{DateTime, Utc};
 use debugtop_core::actions::kill::PlanRegistry;
 use debugtop_core::judging::Judging;
 use debugtop_core::model::{Snapshot, Target, TargetState, TargetStatus, Update};
@@ -48,6 +49,10 @@ pub struct IpcStats {
     pub full: AtomicU64,
     /// The size of the last one.
     pub last_bytes: AtomicU64,
+    /// Messages on the tick-error channel (one per change: a failure, then its clearing).
+    pub errors: AtomicU64,
+    /// Messages on the target-status channel (one per change the window shows).
+    pub statuses: AtomicU64,
 }
 
 /// What the window shows: the one answer every command that depends on it asks for.
@@ -99,6 +104,8 @@ pub struct AppState {
     pub resync: watch::Sender<u64>,
     /// Every target's status, `local` first.
     pub statuses: watch::Sender<Vec<TargetStatus>>,
+    /// The local target's state and when it began (its status's `since`).
+    local_since: Mutex<Option<(TargetState, DateTime<Utc>)>>,
     remotes: Mutex<Vec<Remote>>,
     /// How targets are reached (`DEBUGTOP_SSH_COMMAND` at start; tests set their own).
     pub engines: Mutex<Engines>,
@@ -151,6 +158,7 @@ impl AppState {
             view: watch::channel(None).0,
             resync: watch::channel(0).0,
             statuses: watch::channel(Vec::new()).0,
+            local_since: Mutex::new(None),
             remotes: Mutex::new(Vec::new()),
             engines: Mutex::new(Engines::from_env()),
             sampler: Mutex::new(None),
@@ -191,14 +199,22 @@ impl AppState {
                             me.view.send_replace(Some(Arc::clone(&p.update)));
                         }
                         me.latest.send_replace(Some(p));
+                        // The window hears of an error's clearing once, not at every tick.
+                        me.tick_error.send_if_modified(|e| e.take().is_some());
                         me.publish_statuses();
-                        me.tick_error.send_replace(None);
                     }
                     changed = running.errors.changed() => {
                         if changed.is_err() { break; }
                         let e = running.errors.borrow_and_update().clone();
                         if e.is_some() {
-                            me.tick_error.send_replace(e);
+                            let new = me.tick_error.send_if_modified(|cur| {
+                                let new = *cur != e;
+                                *cur = e;
+                                new
+                            });
+                            if new {
+                                me.publish_statuses();
+                            }
                         }
                     }
                 }
@@ -321,20 +337,36 @@ impl AppState {
     fn local_status(&self) -> TargetStatus {
         let at = self.published().map(|p| p.update.snapshot.taken_at);
         let error = self.tick_error.borrow().clone();
+        let state = if error.is_some() {
+            TargetState::Failed
+        } else {
+            TargetState::Live
+        };
         TargetStatus {
             target: Target::Local,
-            state: if error.is_some() {
-                TargetState::Failed
-            } else {
-                TargetState::Live
-            },
+            state,
             failure: None,
             detail: error.unwrap_or_else(|| "this machine".to_owned()),
             hello: None,
             last_update_at: at,
-            since: at.unwrap_or_default(),
+            since: self.local_since(state),
             attempts: 1,
             retry_at: None,
+        }
+    }
+
+    /// When the local target entered `state`: now, when it was in another one before.
+    fn local_since(&self, state: TargetState) -> DateTime<Utc> {
+        let Ok(mut g) = self.local_since.lock() else {
+            return Utc::now();
+        };
+        match *g {
+            Some((was, since)) if was == state => since,
+            _ => {
+                let now = Utc::now();
+                *g = Some((state, now));
+                now
+            }
         }
     }
 

@@ -181,6 +181,41 @@ fn subscribe_streams_updates_and_set_paused_stops_them() {
     .expect("updates resume");
 }
 
+/// Regression: every tick sent the window a cleared tick error and every target's status
+/// (the local one's update time moved), three messages a tick where one says it all.
+#[test]
+fn healthy_ticks_send_the_window_their_update_and_nothing_else() {
+    let t = TestApp::with_settings(Some(r#"{"interval_ms":100}"#));
+    t.call(
+        "subscribe",
+        json!({ "onUpdate": "__CHANNEL__:21", "onError": "__CHANNEL__:22" }),
+    )
+    .expect("subscribe");
+    t.call("subscribe_targets", json!({ "onStatus": "__CHANNEL__:23" }))
+        .expect("subscribe to statuses");
+    let st = t.state();
+    let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    wait_for(Duration::from_secs(20), || {
+        (count(&st.ipc.messages) >= 30).then_some(())
+    })
+    .expect("thirty ticks' updates");
+    // The statuses go when subscribed and when the first update makes the local target live;
+    // the error channel stays quiet while ticks succeed.
+    assert!(
+        count(&st.ipc.statuses) <= 2,
+        "{} status messages",
+        count(&st.ipc.statuses)
+    );
+    assert_eq!(count(&st.ipc.errors), 0);
+    let since = st.statuses.borrow()[0].since;
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        st.statuses.borrow()[0].since,
+        since,
+        "the local target's state did not change"
+    );
+}
+
 #[test]
 fn run_audit_through_ipc_answers_like_the_cli() {
     let t = TestApp::new();

@@ -95,7 +95,8 @@ pub use snapshot::{
     SourceStatus, EXCERPT_CONTEXT, MAX_EXCERPTS, SCHEMA, SCHEMA_MAJOR,
 };
 pub use target::{
-    Capability, Hello, HelloLine, Target, TargetFailure, TargetState, TargetStatus, STREAM_SCHEMA,
+    statuses_look_alike, Capability, Hello, HelloLine, Target, TargetFailure, TargetState,
+    TargetStatus, STREAM_SCHEMA,
 };
 pub use timeline::{TimelineEvent, TimelineKind};
 pub use tree::{proc_node_id, Counterparts, NodeKind, NodeStatus, TreeNode};

@@ -361,6 +361,28 @@ pub struct TargetStatus {
     pub retry_at: Option<DateTime<Utc>>,
 }
 
+impl TargetStatus {
+    /// Whether the status bar would show `other` exactly as it shows `self`. A live target's
+    /// newest-update time is not shown (only a stale or failed one's age is, and that age
+    /// grows), so two statuses of a live target that differ only in it look the same; a
+    /// target that is not live never looks the same twice. The app sends the statuses to the
+    /// window only when they look different: a tick of the local sampler moves only that time.
+    pub fn looks_like(&self, other: &Self) -> bool {
+        self.state == TargetState::Live
+            && other.state == TargetState::Live
+            && *self
+                == Self {
+                    last_update_at: self.last_update_at,
+                    ..other.clone()
+                }
+    }
+}
+
+/// Whether every status of `a` looks like its place in `b` ([`TargetStatus::looks_like`]).
+pub fn statuses_look_alike(a: &[TargetStatus], b: &[TargetStatus]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.looks_like(y))
+}
+
 /// Why a target failed, as a kind (the detail has the words).
 #[derive(
     Debug,
@@ -399,6 +421,44 @@ pub enum TargetFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn status(state: TargetState, at: i64) -> TargetStatus {
+        let time = |s| DateTime::from_timestamp(s, 0).unwrap_or_default();
+        TargetStatus {
+            target: Target::Local,
+            state,
+            failure: None,
+            detail: "this machine".into(),
+            hello: None,
+            last_update_at: Some(time(at)),
+            since: time(0),
+            attempts: 1,
+            retry_at: None,
+        }
+    }
+
+    #[test]
+    fn a_live_target_whose_update_time_alone_moved_looks_the_same() {
+        let (a, b) = (status(TargetState::Live, 1), status(TargetState::Live, 2));
+        assert!(a.looks_like(&b));
+        assert!(statuses_look_alike(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b)
+        ));
+        // Near misses: anything else moved, a target that is not live, a target more or less.
+        let other = TargetStatus {
+            attempts: 2,
+            ..b.clone()
+        };
+        assert!(!a.looks_like(&other));
+        let stale = (status(TargetState::Stale, 1), status(TargetState::Stale, 1));
+        assert!(!stale.0.looks_like(&stale.1), "a stale target's age grows");
+        assert!(!a.looks_like(&status(TargetState::Failed, 2)));
+        assert!(!statuses_look_alike(
+            std::slice::from_ref(&a),
+            &[b.clone(), b]
+        ));
+    }
 
     fn round(s: &str) -> String {
         s.parse::<Target>()
