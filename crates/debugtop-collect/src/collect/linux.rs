@@ -743,6 +743,54 @@ mod tests {
         assert!(describes_us(Path::new("/proc/self/root/proc")));
     }
 
+    /// The `self` check alone: another pid namespace's procfs (a child's own, reached through
+    /// its root) is procfs, but `self` there names nobody for debugtop, so its counters would
+    /// say nothing of our table.
+    #[test]
+    fn another_pid_namespaces_procfs_does_not_describe_us() {
+        let mut child = std::process::Command::new("unshare")
+            .args([
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--kill-child",
+                "sleep",
+                "60",
+            ])
+            .spawn()
+            .expect("unshare (util-linux) runs");
+        let inner = (0..200).find_map(|_| {
+            let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+                .unwrap_or_default();
+            let pid = kids.split_whitespace().next().map(str::to_owned);
+            // The child is ours once it runs `sleep` in its own /proc.
+            let theirs = pid.as_deref().map(|p| format!("/proc/{p}/root/proc"));
+            let ready = theirs.as_deref().is_some_and(|r| {
+                std::fs::read_to_string(format!("{r}/1/comm")).is_ok_and(|c| c.trim() == "sleep")
+            });
+            if !ready {
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            ready.then_some(theirs).flatten()
+        });
+        let verdict = inner.as_deref().map(|r| {
+            let procfs = rustix::fs::statfs(format!("{r}/loadavg"))
+                .is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64);
+            (procfs, describes_us(Path::new(r)))
+        });
+        let _ = child.kill();
+        let _ = child.wait();
+        let (procfs, ours) = verdict.expect(
+            "a child in its own pid namespace with its own /proc (unshare --pid --mount-proc \
+             needs root or user namespaces)",
+        );
+        assert!(
+            procfs,
+            "the child's /proc is procfs: only `self` can tell it apart"
+        );
+        assert!(!ours, "another namespace's procfs describes us");
+    }
+
     #[test]
     fn the_pid_counters_are_read_from_loadavg_and_anything_else_is_none() {
         assert_eq!(
