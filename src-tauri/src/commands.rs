@@ -36,6 +36,12 @@ pub fn subscribe(
     let st = Arc::clone(&state);
     let mut updates = st.view.subscribe();
     let mut errors = st.tick_error.subscribe();
+    // An error that stands when the window subscribes (a first tick that failed, a reloaded
+    // page) is told at once: a new receiver counts the current value as seen, and a standing
+    // error is not sent again.
+    if errors.borrow().is_some() {
+        errors.mark_changed();
+    }
     let mut resyncs = st.resync.subscribe();
     let task = tauri::async_runtime::spawn(async move {
         let mut follower = Follower::default();

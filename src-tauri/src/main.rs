@@ -18,10 +18,10 @@ fn main() {
     debugtop_app::run();
 }
 
-/// Memory the app frees goes back to the system when freed, not after mimalloc's default
-/// 10 ms — which only passes for a thread that allocates again: a worker that freed a tick's
-/// peak and went to sleep kept it. At 5,000 orphans the app holds about 10 MB less
-/// (BENCHMARKS.md), at no measurable CPU.
+/// Memory the app frees goes back to the system when freed, not a second later at
+/// mimalloc's next collection on the freeing thread (the default of the mimalloc v3 built
+/// here): a worker that freed a tick's peak and slept could keep it. At 5,000 orphans the app
+/// holds about 10 MB less (BENCHMARKS.md), at no measurable CPU.
 fn return_freed_memory_at_once() {
     // SAFETY: `mi_option_set` takes any option number and value; it only stores the value.
     #[allow(unsafe_code)]

@@ -199,8 +199,8 @@ fn healthy_ticks_send_the_window_their_update_and_nothing_else() {
         (count(&st.ipc.messages) >= 30).then_some(())
     })
     .expect("thirty ticks' updates");
-    // The statuses go when subscribed and when the first update makes the local target live;
-    // the error channel stays quiet while ticks succeed.
+    // The statuses go when subscribed, and again if the first tick had not yet published the
+    // local target then; the error channel stays quiet while ticks succeed.
     assert!(
         count(&st.ipc.statuses) <= 2,
         "{} status messages",
@@ -214,6 +214,25 @@ fn healthy_ticks_send_the_window_their_update_and_nothing_else() {
         since,
         "the local target's state did not change"
     );
+}
+
+/// An error that stands when the window subscribes reaches it at once (the error is sent
+/// only when it changes, and a new subscriber counts the current value as seen).
+#[test]
+fn a_tick_error_standing_when_the_window_subscribes_is_told_at_once() {
+    let t = TestApp::with_settings(Some(r#"{"interval_ms":60000}"#));
+    t.first_snapshot();
+    let st = t.state();
+    st.tick_error
+        .send_replace(Some("cannot read the process table".into()));
+    t.call(
+        "subscribe",
+        json!({ "onUpdate": "__CHANNEL__:31", "onError": "__CHANNEL__:32" }),
+    )
+    .expect("subscribe");
+    let errors = || st.ipc.errors.load(std::sync::atomic::Ordering::Relaxed);
+    wait_for(Duration::from_secs(10), || (errors() == 1).then_some(()))
+        .expect("the standing error is sent when the window subscribes");
 }
 
 #[test]

@@ -748,6 +748,7 @@ mod tests {
     /// say nothing of our table.
     #[test]
     fn another_pid_namespaces_procfs_does_not_describe_us() {
+        use std::os::unix::fs::MetadataExt;
         let mut child = std::process::Command::new("unshare")
             .args([
                 "--pid",
@@ -763,10 +764,14 @@ mod tests {
             let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
                 .unwrap_or_default();
             let pid = kids.split_whitespace().next().map(str::to_owned);
-            // The child is ours once it runs `sleep` in its own /proc.
+            // Ready once the child's /proc is another procfs than ours (until `--mount-proc`
+            // is done it is still ours) and runs `sleep` as its first process.
             let theirs = pid.as_deref().map(|p| format!("/proc/{p}/root/proc"));
+            let dev = |p: &str| std::fs::metadata(p).map(|m| m.dev()).ok();
             let ready = theirs.as_deref().is_some_and(|r| {
-                std::fs::read_to_string(format!("{r}/1/comm")).is_ok_and(|c| c.trim() == "sleep")
+                dev(r).is_some_and(|d| Some(d) != dev("/proc"))
+                    && std::fs::read_to_string(format!("{r}/1/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
             });
             if !ready {
                 std::thread::sleep(std::time::Duration::from_millis(25));
@@ -781,8 +786,9 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         let (procfs, ours) = verdict.expect(
-            "a child in its own pid namespace with its own /proc (unshare --pid --mount-proc \
-             needs root or user namespaces)",
+            "a child in its own pid namespace with its own /proc: `unshare --pid --mount-proc` \
+             needs root; run as root, or `cargo test -- --skip \
+             another_pid_namespaces_procfs_does_not_describe_us`",
         );
         assert!(
             procfs,
