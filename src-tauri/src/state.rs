@@ -199,22 +199,14 @@ impl AppState {
                             me.view.send_replace(Some(Arc::clone(&p.update)));
                         }
                         me.latest.send_replace(Some(p));
-                        // The window hears of an error's clearing once, not at every tick.
-                        me.tick_error.send_if_modified(|e| e.take().is_some());
+                        me.set_tick_error(None);
                         me.publish_statuses();
                     }
                     changed = running.errors.changed() => {
                         if changed.is_err() { break; }
                         let e = running.errors.borrow_and_update().clone();
-                        if e.is_some() {
-                            let new = me.tick_error.send_if_modified(|cur| {
-                                let new = *cur != e;
-                                *cur = e;
-                                new
-                            });
-                            if new {
-                                me.publish_statuses();
-                            }
+                        if e.is_some() && me.set_tick_error(e) {
+                            me.publish_statuses();
                         }
                     }
                 }
@@ -353,6 +345,16 @@ impl AppState {
             attempts: 1,
             retry_at: None,
         }
+    }
+
+    /// Sets the tick error (`None`: ticks succeed); whether it changed. The window hears of
+    /// a change once, not of every tick that says the same.
+    fn set_tick_error(&self, e: Option<String>) -> bool {
+        self.tick_error.send_if_modified(|cur| {
+            let changed = *cur != e;
+            *cur = e;
+            changed
+        })
     }
 
     /// When the local target entered `state`: now, when it was in another one before.

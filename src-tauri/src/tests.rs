@@ -110,6 +110,16 @@ impl TestApp {
         .map(|b| b.deserialize::<Value>().expect("json"))
     }
 
+    /// Subscribes to the updates and tick errors, on channels `id` and `id + 1`.
+    fn subscribe(&self, id: u32) {
+        let (update, error) = (
+            format!("__CHANNEL__:{id}"),
+            format!("__CHANNEL__:{}", id + 1),
+        );
+        self.call("subscribe", json!({ "onUpdate": update, "onError": error }))
+            .expect("subscribe");
+    }
+
     /// Waits for the first live snapshot.
     fn first_snapshot(&self) -> Value {
         wait_for(Duration::from_secs(10), || {
@@ -145,11 +155,7 @@ fn settings_round_trip_through_ipc_and_disk() {
 #[test]
 fn subscribe_streams_updates_and_set_paused_stops_them() {
     let t = TestApp::with_settings(Some(r#"{"interval_ms":100}"#));
-    t.call(
-        "subscribe",
-        json!({ "onUpdate": "__CHANNEL__:11", "onError": "__CHANNEL__:12" }),
-    )
-    .expect("subscribe");
+    t.subscribe(11);
     let st = t.state();
     let sent = || st.ipc.messages.load(std::sync::atomic::Ordering::Relaxed);
     wait_for(Duration::from_secs(10), || (sent() >= 3).then_some(()))
@@ -186,11 +192,7 @@ fn subscribe_streams_updates_and_set_paused_stops_them() {
 #[test]
 fn healthy_ticks_send_the_window_their_update_and_nothing_else() {
     let t = TestApp::with_settings(Some(r#"{"interval_ms":100}"#));
-    t.call(
-        "subscribe",
-        json!({ "onUpdate": "__CHANNEL__:21", "onError": "__CHANNEL__:22" }),
-    )
-    .expect("subscribe");
+    t.subscribe(21);
     t.call("subscribe_targets", json!({ "onStatus": "__CHANNEL__:23" }))
         .expect("subscribe to statuses");
     let st = t.state();
@@ -225,11 +227,7 @@ fn a_tick_error_standing_when_the_window_subscribes_is_told_at_once() {
     let st = t.state();
     st.tick_error
         .send_replace(Some("cannot read the process table".into()));
-    t.call(
-        "subscribe",
-        json!({ "onUpdate": "__CHANNEL__:31", "onError": "__CHANNEL__:32" }),
-    )
-    .expect("subscribe");
+    t.subscribe(31);
     let errors = || st.ipc.errors.load(std::sync::atomic::Ordering::Relaxed);
     wait_for(Duration::from_secs(10), || (errors() == 1).then_some(()))
         .expect("the standing error is sent when the window subscribes");

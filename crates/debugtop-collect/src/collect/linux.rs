@@ -72,8 +72,12 @@ fn describes_us(root: &Path) -> bool {
         .ok()
         .and_then(|p| p.to_str()?.parse::<u32>().ok())
         == Some(std::process::id());
-    ours && rustix::fs::statfs(root.join("loadavg"))
-        .is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64)
+    ours && is_procfs(&root.join("loadavg"))
+}
+
+/// Whether `path` is on a procfs (by the file system's magic number, not its name).
+fn is_procfs(path: &Path) -> bool {
+    rustix::fs::statfs(path).is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64)
 }
 
 /// What `/proc/loadavg` says of the process table: the last pid the kernel gave out in
@@ -779,9 +783,8 @@ mod tests {
             ready.then_some(theirs).flatten()
         });
         let verdict = inner.as_deref().map(|r| {
-            let procfs = rustix::fs::statfs(format!("{r}/loadavg"))
-                .is_ok_and(|s| s.f_type as u64 == rustix::fs::PROC_SUPER_MAGIC as u64);
-            (procfs, describes_us(Path::new(r)))
+            let r = Path::new(r);
+            (is_procfs(&r.join("loadavg")), describes_us(r))
         });
         let _ = child.kill();
         let _ = child.wait();
