@@ -213,6 +213,11 @@ pub fn descendants(root: u32) -> Vec<(u32, u64)> {
 /// Kills, on drop, every process recorded under it plus every descendant of its roots that is
 /// alive at drop time — all by identity: a root is followed only while it is still the process
 /// that was recorded (pid + start ticks). For the trees a test spawns.
+///
+/// The tree is stopped (SIGSTOP) from its roots down before anything is killed: a root that was
+/// still starting could otherwise fork after the walk, and its child outlived the test (a
+/// js-debug stand-in's debuggee and watchdog, left by a test that was done before node had
+/// spawned them).
 #[derive(Debug, Default)]
 pub struct TreeGuard {
     roots: Vec<(u32, u64)>,
@@ -220,7 +225,7 @@ pub struct TreeGuard {
 }
 
 impl TreeGuard {
-    /// Guards the descendants of `root` (the root itself is a [`Spawned`] and reaps itself).
+    /// Guards `root` (a [`Spawned`], which would kill it anyway) and its descendants.
     pub fn new(root: u32) -> Self {
         Self {
             roots: start_ticks(root).map(|t| (root, t)).into_iter().collect(),
@@ -234,19 +239,53 @@ impl TreeGuard {
             self.extra.push((pid, t));
         }
     }
+
+    /// Stops the live roots, then each generation of their descendants, until a walk finds no
+    /// process not yet stopped: what it returns can fork no more.
+    fn freeze(&self) -> Vec<(u32, u64)> {
+        let roots: Vec<(u32, u64)> = self
+            .roots
+            .iter()
+            .copied()
+            .filter(|&(r, t)| start_ticks(r) == Some(t))
+            .collect();
+        let mut frozen = Vec::new();
+        let mut round = roots.clone();
+        for _ in 0..16 {
+            if round.is_empty() {
+                break;
+            }
+            for &(pid, t) in &round {
+                signal_if_same(pid, t, Signal::SIGSTOP);
+            }
+            // A fork under way when the signal came is done once its parent shows stopped.
+            wait_for(Duration::from_secs(2), || {
+                round
+                    .iter()
+                    .all(|&(p, t)| {
+                        start_ticks(p) != Some(t)
+                            || matches!(state_of(p), Some('T' | 't' | 'Z' | 'X') | None)
+                    })
+                    .then_some(())
+            });
+            frozen.extend(round);
+            round = roots
+                .iter()
+                .flat_map(|&(r, _)| descendants(r))
+                .filter(|id| !frozen.contains(id))
+                .collect();
+        }
+        frozen
+    }
 }
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        let mut all = self.extra.clone();
-        for &(r, t) in &self.roots {
-            if start_ticks(r) == Some(t) {
-                all.extend(descendants(r));
-            }
-        }
+        let mut all = self.freeze();
+        all.extend(self.extra.iter().copied());
         for (pid, t) in all {
-            signal_if_same(pid, t, Signal::SIGCONT);
             signal_if_same(pid, t, Signal::SIGKILL);
+            signal_if_same(pid, t, Signal::SIGCONT);
         }
     }
 }

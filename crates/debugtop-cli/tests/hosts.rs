@@ -867,6 +867,12 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
     let servers = wait_for(Duration::from_secs(90), line("ready ")).expect("the host started");
     let (memory, time) = (servers[0], servers[1]);
     let mut owned: Vec<Owned> = servers.iter().map(|p| Owned::adopt(*p)).collect();
+    // The EOF-ignoring server's own child is ours too (it was left running after every run).
+    let eof_child = wait_for(Duration::from_secs(10), || {
+        descendants(servers[2]).first().map(|(p, _)| *p)
+    })
+    .expect("the EOF-ignoring server started its child");
+    owned.push(Owned::adopt(eof_child));
     // The monitor is running before the reconnect.
     let mut watch = Spawned::spawn(cli().args(["watch", "--json", "--interval", "1000"]));
     let stream = collect_lines(&mut watch);
