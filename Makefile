@@ -29,7 +29,7 @@ run: deps-run ui
 	else ./$(APP); fi
 
 ## test: install what is missing, then lints and every test suite.
-test: deps-test ui lint test-deploy test-rust test-ui bench-smoke fuzz-smoke check-bindings
+test: deps-test ui lint test-deploy test-rust test-ui check-bindings
 	@echo "make test: all suites passed"
 
 ## test-deploy: the deployment files offline — the alert rules (promtool check and test rules),
@@ -57,18 +57,25 @@ ui:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p debugtop-cli -p debugtop-core --target x86_64-pc-windows-gnu -- -D warnings
+	$(CARGO) clippy -p debugtop-cli -p debugtop-core --features debugtop-core/windows-kill-driver \
+	  --target x86_64-pc-windows-gnu -- -D warnings
 	cd ui && npm run check
 
-# The Windows CLI and the kill's identity driver (debug cross-builds) are what
+# The tests that run two at a time with nothing else beside them (.config/nextest.toml,
+# profile `pairs`): the MCP hosts and Wine.
+PAIRED := binary_id(debugtop-cli::hosts) | binary_id(debugtop-cli::windows) | binary_id(debugtop-cli::installer)
+
+# The Windows CLI and the kill's identity driver `replaced_pid` (debug cross-builds) are what
 # crates/debugtop-cli/tests/windows.rs runs under Wine; the static CLI (musl) is what
 # crates/debugtop-cli/tests/image.rs packs into the exporter's image.
 # Both CLIs in one cargo run: each target's serial tail overlaps the other's.
+# Then every test but the paired ones (the default profile), then those two at a time.
 test-rust:
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli \
+	  -p debugtop-core --features debugtop-core/windows-kill-driver \
 	  --target x86_64-pc-windows-gnu --target x86_64-unknown-linux-musl
-	$(CARGO) build -p debugtop-core --example replaced_pid --target x86_64-pc-windows-gnu
-	$(CARGO) nextest run --workspace
+	$(CARGO) nextest run --workspace -E 'not ($(PAIRED))'
+	$(CARGO) nextest run --workspace -P pairs -E '$(PAIRED)'
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the
 # Rust model without committing the generated types.
@@ -120,7 +127,8 @@ soak-app: deps-test ui
 fuzz:
 	$(CARGO) run --release -q -p debugtop-fuzz -- --seconds $(FUZZ_SECONDS)
 
-## fuzz-smoke: two seconds of each target (part of make test).
+## fuzz-smoke: two seconds of each target (make test runs the same as a test:
+## crates/debugtop-fuzz/tests/smoke.rs).
 fuzz-smoke:
 	$(CARGO) run -q -p debugtop-fuzz -- --seconds 2
 
@@ -160,6 +168,7 @@ image:
 dist-check: dist deps-test
 	scripts/dist-check.sh
 
-## bench-smoke: a tiny pass that proves the benchmark still runs (part of make test).
+## bench-smoke: a tiny pass that proves the benchmark still runs (make test runs the same as a
+## test: crates/debugtop-bench/tests/smoke.rs).
 bench-smoke:
 	$(CARGO) run -q -p debugtop-bench -- --smoke

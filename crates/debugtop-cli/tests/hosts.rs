@@ -3,11 +3,12 @@
 //! with a mock session, the real `@modelcontextprotocol/server-memory` (npm), the real
 //! `mcp-server-time` (PyPI), and the test's own server that ignores stdin EOF and keeps a
 //! child (`tests/fixtures/stdio/eof-ignorer.mjs`, the real MCP SDK). Then the host is SIGKILLed.
-//! Each test judges only the findings about processes it started. They run alone all the same
-//! (`.config/nextest.toml`; one at a time under `cargo test`): their verdicts wait on silences,
-//! a spinner's share of a core and one-shot looks, which two busy cores delay past their
-//! windows (seen: a watched audit missing a duplicate, a spinner under 25 %, a kill's look
-//! missing a container).
+//! Each test judges only the findings about processes it started. They run beside nothing but
+//! each other all the same (`make test`: two at a time, `.config/nextest.toml`'s `pairs`;
+//! alone under a plain `cargo nextest run`; one at a time under `cargo test`): their verdicts
+//! wait on silences, a spinner's share of a core and one-shot looks, which two cores busy with
+//! other suites delay past their windows (seen: a watched audit missing a duplicate, a spinner
+//! under 25 %, a kill's look missing a container).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader};

@@ -113,7 +113,12 @@ struct Kit {
 fn kit() -> &'static Kit {
     static KIT: OnceLock<Kit> = OnceLock::new();
     KIT.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("installer");
+        // A folder of this process's own: nextest runs each test in a process, and two of
+        // them building into one folder (the `pairs` profile runs two at once) removed each
+        // other's setups. Those of processes gone are removed.
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        remove_kits_of_gone_processes(tmp);
+        let dir = tmp.join(format!("installer-{}", std::process::id()));
         let source = dir.join("source");
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&source).unwrap();
@@ -170,6 +175,24 @@ fn kit() -> &'static Kit {
             source,
         }
     })
+}
+
+/// Removes the `installer-<pid>` folders whose process has ended (a live pid's folder stays,
+/// even if the pid now names another process: it goes once that one has ended too).
+fn remove_kits_of_gone_processes(tmp: &Path) {
+    for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("installer-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// A fresh prefix for installing into.

@@ -489,7 +489,7 @@ fn f_method(f: &Value) -> String {
 fn a_replaced_pid_is_refused_never_terminated_on_windows() {
     let _one = ONE_AT_A_TIME.blocking_lock();
     let wine = Wine::prepare();
-    let exe = debugtop_e2e::wine::windows_build().join("examples/replaced_pid.exe");
+    let exe = debugtop_e2e::wine::windows_build().join("replaced_pid.exe");
     let (code, out, err) = wine.run_built(&exe, &[]);
     assert_eq!(code, 0, "{out}{err}");
     let lines: Vec<&str> = out.lines().collect();
