@@ -253,16 +253,25 @@ impl Machine {
         (out.status.code().unwrap_or(-1), t.elapsed())
     }
 
-    /// `reg query` of one value: its type and data, or None.
+    /// `reg query` of one value: its type and data, or None (said on stderr with what `reg`
+    /// answered, for the failure that follows).
     fn reg(&self, key: &str, name: &str) -> Option<(String, String)> {
         let out = self.exec(Path::new("reg"), &["query", key, "/v", name]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        text.lines().find_map(|l| {
+        let found = text.lines().find_map(|l| {
             let l = l.trim_end_matches('\r');
             let rest = l.strip_prefix(&format!("    {name}    "))?;
             let (ty, data) = rest.split_once("    ")?;
             Some((ty.to_owned(), data.to_owned()))
-        })
+        });
+        if found.is_none() {
+            eprintln!(
+                "installer: reg query {key} /v {name}: {}, stdout {text:?}, stderr {:?}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        found
     }
 
     fn reg_set_path(&self, key: &str, value: &str) {
