@@ -79,6 +79,22 @@ mod tests {
         }
     }
 
+    /// A grandchild of this test (the shell's `sleep`, reparented when the shell is killed),
+    /// killed when dropped while it is still the process it was. Without it the `sleep` outlived
+    /// the test by a minute, holding its output (nextest's "leaky").
+    struct Grandchild(u32, u64);
+    impl Drop for Grandchild {
+        fn drop(&mut self) {
+            let same = collect::glance(self.0).is_some_and(|g| g.start_ticks == self.1);
+            let pid = i32::try_from(self.0)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw);
+            if let (true, Some(pid)) = (same, pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+
     #[test]
     fn a_forced_pid_and_its_descendants_are_read_from_the_system_with_their_identities() {
         // sh, and a sleep it started: the test's own processes.
@@ -97,6 +113,10 @@ mod tests {
                 .map(|(c, _)| c)
         });
         let child = child.expect("sh started its sleep");
+        let _sleep = Grandchild(
+            child,
+            collect::glance(child).expect("the sleep").start_ticks,
+        );
         let empty = LiveTable::new(&[], crate::sources::self_info());
         let alone = with_forced(&empty, pid, false);
         let p = alone.get(pid).expect("read from the system");
