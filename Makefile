@@ -62,7 +62,7 @@ lint:
 	cd ui && npm run check
 
 # The tests that run two at a time with nothing else beside them (.config/nextest.toml,
-# profile `pairs`): the MCP hosts with each other, then Wine with Wine.
+# profiles `hosts-pairs` and `wine-pairs`): the MCP hosts with each other, then Wine with Wine.
 PAIRED_HOSTS := binary_id(debugtop-cli::hosts)
 PAIRED_WINE := binary_id(debugtop-cli::windows) | binary_id(debugtop-cli::installer)
 
@@ -71,15 +71,16 @@ PAIRED_WINE := binary_id(debugtop-cli::windows) | binary_id(debugtop-cli::instal
 # crates/debugtop-cli/tests/image.rs packs into the exporter's image.
 # Both CLIs in one cargo run: each target's serial tail overlaps the other's.
 # Then every test but the paired ones (the default profile), then those two at a time; the
-# three runs all run, and any failure fails the target.
+# three runs all run, and any failure fails the target (an interrupt stops them all: nextest
+# ends a cancelled run with an exit code, not by the signal, so the shell must be told).
 test-rust:
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli \
 	  -p debugtop-core --features debugtop-core/windows-kill-driver \
 	  --target x86_64-pc-windows-gnu --target x86_64-unknown-linux-musl
-	failed=0; \
+	trap 'exit 130' INT TERM; failed=0; \
 	$(CARGO) nextest run --workspace -E 'not ($(PAIRED_HOSTS) | $(PAIRED_WINE))' || failed=1; \
-	$(CARGO) nextest run --workspace -P pairs -E '$(PAIRED_HOSTS)' || failed=1; \
-	$(CARGO) nextest run --workspace -P pairs -E '$(PAIRED_WINE)' || failed=1; \
+	$(CARGO) nextest run --workspace -P hosts-pairs -E '$(PAIRED_HOSTS)' || failed=1; \
+	$(CARGO) nextest run --workspace -P wine-pairs -E '$(PAIRED_WINE)' || failed=1; \
 	exit $$failed
 
 # ts-rs regenerates ui/src/lib/bindings during `cargo test`; a diff means someone changed the

@@ -269,8 +269,10 @@ impl TreeGuard {
                     .then_some(())
             });
             frozen.extend(round);
+            // Only from a root that is still the process recorded (a pid may be reused).
             round = roots
                 .iter()
+                .filter(|&&(r, t)| start_ticks(r) == Some(t))
                 .flat_map(|&(r, _)| descendants(r))
                 .filter(|id| !frozen.contains(id))
                 .collect();

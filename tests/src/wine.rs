@@ -144,7 +144,9 @@ impl Wine {
         require(
             exe,
             "a Windows program of this build",
-            "run `make test` (it cross-builds the CLI and the examples the tests run)",
+            "run `make test` (it cross-builds the CLI and `replaced_pid`: `cargo build -p \
+             debugtop-core --features debugtop-core/windows-kill-driver --target \
+             x86_64-pc-windows-gnu`)",
         );
         let name = exe.file_name().expect("a file name");
         let copy = self.cli.with_file_name(name);

@@ -162,7 +162,7 @@ async fn a_leak_pages_through_prometheus_and_alertmanager_and_resolves_after_its
 
     // The seed's leak.
     let (harness, worker, _session) = seed_bug_stand_in(server.pid(), server.dir.path());
-    let _chain = TreeGuard::new(harness.pid);
+    let chain = TreeGuard::new(harness.pid);
     let fired = wait(
         Duration::from_secs(90),
         "DebugtopLeakedWorker delivered",
@@ -226,5 +226,8 @@ async fn a_leak_pages_through_prometheus_and_alertmanager_and_resolves_after_its
     });
     assert_eq!(resolved["labels"]["kind"], "leaked-worker");
     client.close().await;
+    // The chain first, while its root is still the harness it names (dropping the harness
+    // first reaped the root, and the guard then walked nothing).
+    drop(chain);
     drop((prom, am, harness));
 }

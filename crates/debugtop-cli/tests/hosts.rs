@@ -4,7 +4,7 @@
 //! `mcp-server-time` (PyPI), and the test's own server that ignores stdin EOF and keeps a
 //! child (`tests/fixtures/stdio/eof-ignorer.mjs`, the real MCP SDK). Then the host is SIGKILLed.
 //! Each test judges only the findings about processes it started. They run beside nothing but
-//! each other all the same (`make test`: two at a time, `.config/nextest.toml`'s `pairs`;
+//! each other all the same (`make test`: two at a time, `.config/nextest.toml`'s `hosts-pairs`;
 //! alone under a plain `cargo nextest run`; one at a time under `cargo test`): their verdicts
 //! wait on silences, a spinner's share of a core and one-shot looks, which two cores busy with
 //! other suites delay past their windows (seen: a watched audit missing a duplicate, a spinner

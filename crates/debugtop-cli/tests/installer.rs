@@ -114,10 +114,12 @@ fn kit() -> &'static Kit {
     static KIT: OnceLock<Kit> = OnceLock::new();
     KIT.get_or_init(|| {
         // A folder of this process's own: nextest runs each test in a process, and two of
-        // them building into one folder (the `pairs` profile runs two at once) removed each
+        // them building into one folder (`make test` runs two at once) removed each
         // other's setups. Those of processes gone are removed.
         let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
         remove_kits_of_gone_processes(tmp);
+        // The one shared folder of before (no process builds there any more).
+        let _ = std::fs::remove_dir_all(tmp.join("installer"));
         let dir = tmp.join(format!("installer-{}", std::process::id()));
         let source = dir.join("source");
         let _ = std::fs::remove_dir_all(&dir);
@@ -253,9 +255,14 @@ impl Machine {
         (out.status.code().unwrap_or(-1), t.elapsed())
     }
 
-    /// `reg query` of one value: its type and data, or None (said on stderr with what `reg`
-    /// answered, for the failure that follows).
+    /// `reg query` of one value: its type and data, or None.
     fn reg(&self, key: &str, name: &str) -> Option<(String, String)> {
+        self.reg_answer(key, name).0
+    }
+
+    /// `reg query` of one value: its type and data, or None; and what `reg` answered (its
+    /// exit status and output), for a failure's message.
+    fn reg_answer(&self, key: &str, name: &str) -> (Option<(String, String)>, String) {
         let out = self.exec(Path::new("reg"), &["query", key, "/v", name]);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let found = text.lines().find_map(|l| {
@@ -264,14 +271,12 @@ impl Machine {
             let (ty, data) = rest.split_once("    ")?;
             Some((ty.to_owned(), data.to_owned()))
         });
-        if found.is_none() {
-            eprintln!(
-                "installer: reg query {key} /v {name}: {}, stdout {text:?}, stderr {:?}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        found
+        let said = format!(
+            "reg query {key} /v {name}: {}, stdout {text:?}, stderr {:?}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (found, said)
     }
 
     fn reg_set_path(&self, key: &str, value: &str) {
@@ -457,8 +462,9 @@ fn assert_installed(b: &Machine, root: &str, dir: &str, version: &str, shortcut:
     );
     let key = format!(r"{root}\{UNINSTALL_KEY}");
     let value = |name: &str| {
-        b.reg(&key, name)
-            .unwrap_or_else(|| panic!("{key} has no {name}"))
+        let (found, said) = b.reg_answer(&key, name);
+        found
+            .unwrap_or_else(|| panic!("{key} has no {name} ({said})"))
             .1
     };
     assert_eq!(value("DisplayName"), "debugtop");

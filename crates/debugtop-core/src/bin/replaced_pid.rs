@@ -56,5 +56,6 @@ fn main() {
 
 #[cfg(not(windows))]
 fn main() {
-    println!("error this example drives the Windows kill: build it for x86_64-pc-windows-gnu");
+    println!("error this program drives the Windows kill: build it for x86_64-pc-windows-gnu");
+    std::process::exit(2);
 }
