@@ -194,12 +194,15 @@ impl AppState {
                     changed = running.updates.changed() => {
                         if changed.is_err() { break; }
                         let Some(p) = running.updates.borrow_and_update().clone() else { continue };
+                        // The error clears first: whoever sees this tick's update sees the
+                        // error state it leaves (a test set an error between the two, and this
+                        // clearing then hid it).
+                        me.set_tick_error(None);
                         me.notify(&p.update, &mut seen, None);
                         if me.settings().target.is_local() {
                             me.view.send_replace(Some(Arc::clone(&p.update)));
                         }
                         me.latest.send_replace(Some(p));
-                        me.set_tick_error(None);
                         me.publish_statuses();
                     }
                     changed = running.errors.changed() => {

@@ -114,7 +114,7 @@ fn kit() -> &'static Kit {
     static KIT: OnceLock<Kit> = OnceLock::new();
     KIT.get_or_init(|| {
         // A folder of this process's own: nextest runs each test in a process, and two of
-        // them building into one folder (`make test` runs two at once) removed each
+        // them building into one folder (two at once, as a paired run did) removed each
         // other's setups. Those of processes gone are removed.
         let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
         remove_kits_of_gone_processes(tmp);
