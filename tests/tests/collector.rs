@@ -431,6 +431,53 @@ fn regression_without_an_exit_watcher_a_quiet_process_that_exits_is_a_zombie_at_
     quiet.reap();
 }
 
+/// A watched process's stat file is kept open and read again scan after scan; through it its
+/// death shows (a zombie), and once it is reaped the descriptor is dropped and the pid is gone
+/// from the table — a kept descriptor never reads a later owner of the pid.
+#[test]
+fn a_watched_process_is_read_through_its_kept_stat_file_until_it_is_reaped() {
+    let mut w = stand_in_worker("sleep 300", "9a1e0000-0000-4000-8000-000000000005");
+    let mut c = collector();
+    scans_until(&mut c, "the worker listed", |t| {
+        t.procs.iter().any(|p| p.pid == w.pid)
+    });
+    c.scan().expect("scan");
+    assert!(
+        c.keeps_stat_file(w.pid),
+        "a watched process's stat file is kept"
+    );
+    let unwatched = sleeper();
+    std::thread::sleep(debugtop_core::collect::YOUNG + Duration::from_millis(300));
+    for _ in 0..3 {
+        c.scan().expect("scan");
+    }
+    assert!(
+        !c.keeps_stat_file(unwatched.pid),
+        "an unwatched process's is not"
+    );
+    w.signal(Signal::SIGKILL);
+    w.wait_state('Z', T);
+    let t = c.scan().expect("scan");
+    let state = t
+        .procs
+        .iter()
+        .find(|p| p.pid == w.pid)
+        .map(|p| p.sample.state);
+    assert_eq!(
+        state,
+        Some(ProcState::Zombie),
+        "its death read through the kept file"
+    );
+    w.reap();
+    scans_until(&mut c, "the reaped worker gone", |t| {
+        t.procs.iter().all(|p| p.pid != w.pid)
+    });
+    assert!(
+        !c.keeps_stat_file(w.pid),
+        "the reaped process's descriptor dropped"
+    );
+}
+
 fn scans_until(
     c: &mut ProcfsCollector,
     what: &str,

@@ -191,6 +191,13 @@ impl IdentityCache {
         self.entries.get(&pid).map(|e| e.reads)
     }
 
+    /// Whether `pid`'s identity (whichever it holds) is watched: related to a debug server,
+    /// or one the scan reads every time for another reason (see `CacheEntry::watched`).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    pub(crate) fn is_watched(&self, pid: u32) -> bool {
+        self.entries.get(&pid).is_some_and(CacheEntry::watched)
+    }
+
     /// Number of identities held.
     pub fn len(&self) -> usize {
         self.entries.len()

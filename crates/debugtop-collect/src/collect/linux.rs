@@ -7,7 +7,6 @@
 //! counted and skipped: that is normal on a live machine, never a failed scan.
 
 use std::io::Read;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +17,9 @@ use procfs::ProcError;
 
 use super::classify::{classify, host_kind, is_env_candidate, pkg_dir_of, Signature};
 use super::parse::{parse_cmdline, parse_env_markers, parse_stat, StatFields};
+#[cfg(test)]
+use super::stat_files::read_whole_line;
+use super::stat_files::StatFiles;
 use super::{finish, Harvest, Ident, IdentityCache, ProcessTable, Sample, ScanStats, YOUNG};
 use crate::error::{Error, Result};
 use debugtop_model::{EnvMarkers, McpEvidence, ProcState};
@@ -55,6 +57,8 @@ pub struct ProcfsCollector {
     listing: Option<Listing>,
     /// Whether `/proc/loadavg`'s counters describe the `/proc` listed (see [`counters_trusted`]).
     counters_trusted: bool,
+    /// The watched processes' stat files, kept open.
+    stat_files: StatFiles,
 }
 
 /// Whether `/proc/loadavg`'s pid counters can tell that `root`'s listing stands: `root` is the
@@ -136,6 +140,7 @@ impl ProcfsCollector {
             one_read_cpu: false,
             listing: None,
             counters_trusted: counters_trusted(&root),
+            stat_files: StatFiles::default(),
             root,
         })
     }
@@ -164,6 +169,12 @@ impl ProcfsCollector {
     /// reused), for tests and diagnostics.
     pub fn listed(&self) -> &[u32] {
         self.listing.as_ref().map_or(&[], |l| &l.pids)
+    }
+
+    /// Whether `pid`'s stat file is kept open (a watched process's), for tests and
+    /// diagnostics.
+    pub fn keeps_stat_file(&self, pid: u32) -> bool {
+        self.stat_files.holds(pid)
     }
 
     /// The identity cache (read-only), for tests and diagnostics.
@@ -204,6 +215,7 @@ impl ProcfsCollector {
         let mut stats = ScanStats::default();
         let listing = self.listing(full, &mut stats)?;
         let mut pass = Pass::new(self, full);
+        self.stat_files.set_budget();
         let mut samples = Vec::with_capacity(self.cache.len() + 64);
         let mut name = String::new();
         for &pid in &listing.pids {
@@ -212,7 +224,12 @@ impl ProcfsCollector {
             }
         }
         self.listing = Some(listing);
-        stats.exited = u32::try_from(self.cache.sweep(self.gen)).unwrap_or(u32::MAX);
+        let exited = self.cache.sweep(self.gen);
+        if exited > 0 {
+            let cache = &self.cache;
+            self.stat_files.retain(|pid| cache.current(pid).is_some());
+        }
+        stats.exited = u32::try_from(exited).unwrap_or(u32::MAX);
         Ok(Harvest {
             samples,
             stats,
@@ -313,7 +330,9 @@ impl ProcfsCollector {
             let _ = write!(name, "{pid}");
         }
         let name = name.as_str();
-        let stat = read_stat_into(name, pass, stats)?;
+        // A watched process is read scan after scan: its stat file is kept open.
+        let keep = self.cache.is_watched(pid);
+        let stat = read_stat_into((pid, name), &mut self.stat_files, keep, pass, stats)?;
         let state = ProcState::from_letter(stat.state);
         let ident = self.identity(name, &stat, state, pass, stats)?;
         let cpu_ticks = stat.utime.saturating_add(stat.stime);
@@ -481,12 +500,17 @@ fn count(stats: &mut ScanStats, e: &ProcError) {
 
 /// `/proc/<name>/stat` into the pass's buffer, parsed; `None` (counted) when it vanished or is
 /// unreadable.
-fn read_stat_into(name: &str, pass: &mut Pass, stats: &mut ScanStats) -> Option<StatFields> {
+fn read_stat_into(
+    (pid, name): (u32, &str),
+    files: &mut StatFiles,
+    keep: bool,
+    pass: &mut Pass,
+    stats: &mut ScanStats,
+) -> Option<StatFields> {
     pass.path.truncate(pass.base_len);
     pass.path.push_str(name);
     pass.path.push_str("/stat");
-    pass.buf.clear();
-    match std::fs::File::open(&pass.path).and_then(|mut f| read_whole_line(&mut f, &mut pass.buf)) {
+    match files.read(pid, &pass.path, &mut pass.buf, keep) {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             stats.denied += 1;
@@ -502,32 +526,6 @@ fn read_stat_into(name: &str, pass: &mut Pass, stats: &mut ScanStats) -> Option<
         stats.vanished += 1;
     }
     stat
-}
-
-/// A one-line `/proc` file into `buf`: one `read` when it comes back whole (shorter than the
-/// buffer and ending in a newline — a stat line always does), instead of reading again for the
-/// end of file as `read_to_end` does; the hot path of every scan.
-fn read_whole_line(f: &mut std::fs::File, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    const CHUNK: usize = 4096;
-    loop {
-        let at = buf.len();
-        buf.resize(at + CHUNK, 0);
-        let n = match f.read(&mut buf[at..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                buf.truncate(at);
-                continue;
-            }
-            Err(e) => {
-                buf.truncate(at);
-                return Err(e);
-            }
-        };
-        buf.truncate(at + n);
-        if n == 0 || (n < CHUNK && buf.last() == Some(&b'\n')) {
-            return Ok(());
-        }
-    }
 }
 
 /// Reads argv, uid and (for candidates) the environment markers of one process.

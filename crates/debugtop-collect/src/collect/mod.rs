@@ -71,6 +71,8 @@ mod glance;
 mod harvest;
 mod identity;
 mod sample;
+#[cfg(target_os = "linux")]
+mod stat_files;
 
 pub use glance::{glance, parent_links, parent_pid, read_stat, Glance};
 pub use harvest::Harvest;
