@@ -21,7 +21,8 @@ mod twins;
 mod workers;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -152,7 +153,7 @@ pub struct Ctx<'a> {
     /// Last step's findings about processes, for those whose inputs did not change.
     memo: &'a RefCell<FindingMemo>,
     /// Since when each condition has held (last step's).
-    first_seen: &'a BTreeMap<FindingId, DateTime<Utc>>,
+    first_seen: &'a Held,
 }
 
 /// The most characters of a command line a sentence of evidence quotes (redacted first, cut
@@ -217,7 +218,7 @@ impl Ctx<'_> {
                 let mut f = build();
                 let (plan, trace) = self.planner.plan_with_trace(p, plan_options(short));
                 f.plan = Some(plan);
-                f.since = self.first_seen.get(&f.id).copied().unwrap_or(f.since);
+                f.since = self.first_seen.first(&f.id).unwrap_or(f.since);
                 Arc::new(Memoized {
                     finding: Arc::new(f),
                     trace,
@@ -369,13 +370,82 @@ fn dated(mut f: Arc<Finding>, seen: DateTime<Utc>, at: DateTime<Utc>) -> Arc<Fin
     f
 }
 
+/// Since when each condition that held at the last evaluation has held, and since when it has
+/// been confirmed. Changed in place, step after step: at 5,000 findings, rebuilding two ordered
+/// maps of them every tick (a copy of every id, a string comparison per level) was a tenth of
+/// the rules' time.
+#[derive(Debug, Default)]
+struct Held {
+    dates: FxHashMap<FindingId, Dates>,
+    /// The evaluation that saw each condition last is this one.
+    turn: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Dates {
+    first: DateTime<Utc>,
+    confirmed: Option<DateTime<Utc>>,
+    /// The last evaluation that saw it.
+    turn: u64,
+    /// The evaluation that saw it first.
+    born: u64,
+}
+
+impl Held {
+    /// Since when `id` has held, if it held at the last evaluation (not first in this one).
+    fn first(&self, id: &FindingId) -> Option<DateTime<Utc>> {
+        self.dates
+            .get(id)
+            .filter(|d| d.born <= self.turn)
+            .map(|d| d.first)
+    }
+
+    /// Since when `id` has been confirmed, if it was.
+    fn confirmed(&self, id: &FindingId) -> Option<DateTime<Utc>> {
+        self.dates.get(id).and_then(|d| d.confirmed)
+    }
+
+    /// `id` holds in this evaluation (`turn`): first seen now if it did not hold before;
+    /// confirmed since `confirmed` (or not).
+    fn hold(
+        &mut self,
+        id: &FindingId,
+        turn: u64,
+        now: DateTime<Utc>,
+        confirmed: Option<DateTime<Utc>>,
+    ) {
+        match self.dates.get_mut(id) {
+            Some(d) => {
+                d.turn = turn;
+                d.confirmed = confirmed;
+            }
+            None => {
+                self.dates.insert(
+                    id.clone(),
+                    Dates {
+                        first: now,
+                        confirmed,
+                        turn,
+                        born: turn,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Forgets what did not hold in evaluation `turn`.
+    fn forget_all_but(&mut self, turn: u64) {
+        self.dates.retain(|_, d| d.turn == turn);
+        self.turn = turn;
+    }
+}
+
 /// Runs the rules step after step, remembering since when each condition holds.
 #[derive(Debug, Default)]
 pub struct Evaluator {
     config: VerdictConfig,
-    first_seen: BTreeMap<FindingId, DateTime<Utc>>,
-    /// When each condition still holding was first confirmed.
-    confirmed_at: BTreeMap<FindingId, DateTime<Utc>>,
+    /// Since when each condition held at the last evaluation, and was confirmed.
+    held: Held,
     /// Conditions that held at the last evaluation but not yet long enough.
     unconfirmed: Vec<Arc<Finding>>,
     memo: RefCell<FindingMemo>,
@@ -387,8 +457,7 @@ impl Evaluator {
     pub fn new(config: VerdictConfig) -> Self {
         Self {
             config,
-            first_seen: BTreeMap::new(),
-            confirmed_at: BTreeMap::new(),
+            held: Held::default(),
             unconfirmed: Vec::new(),
             memo: RefCell::default(),
             dated: DatedMemo::default(),
@@ -432,7 +501,7 @@ impl Evaluator {
             config: &self.config,
             planner: plan::Planner::new(live),
             memo: &self.memo,
-            first_seen: &self.first_seen,
+            first_seen: &self.held,
         };
         let mut candidates: Vec<Candidate> = Vec::new();
         for (kind, rule) in RULES {
@@ -447,16 +516,15 @@ impl Evaluator {
     /// The candidates that held long enough; the rest kept as unconfirmed; since when each
     /// held, and when each was confirmed, remembered.
     fn confirm(&mut self, candidates: Vec<Candidate>, now: DateTime<Utc>) -> Vec<Arc<Finding>> {
-        let mut seen = BTreeMap::new();
-        let mut confirmed = BTreeMap::new();
+        let turn = self.held.turn + 1;
         let mut out = Vec::new();
         self.unconfirmed.clear();
         for c in candidates {
-            let first = self.first_seen.get(&c.finding.id).copied();
-            seen.insert(c.finding.id.clone(), first.unwrap_or(now));
+            let id = &c.finding.id;
+            let first = self.held.first(id);
             if self.ripe(&c, first, now) {
-                let at = self.confirmed_at.get(&c.finding.id).copied().unwrap_or(now);
-                confirmed.insert(c.finding.id.clone(), at);
+                let at = self.held.confirmed(id).unwrap_or(now);
+                self.held.hold(id, turn, now, Some(at));
                 let since = c.evidence_at.or(first).unwrap_or(now);
                 let inputs = DatedInputs(ByAlloc::of(&c.finding), since, at);
                 let f = c.finding;
@@ -467,12 +535,12 @@ impl Evaluator {
                     || dated(Arc::clone(&f), since, at),
                 ));
             } else {
+                self.held.hold(id, turn, now, None);
                 self.unconfirmed.push(c.finding);
             }
         }
         self.dated.turn();
-        self.first_seen = seen;
-        self.confirmed_at = confirmed;
+        self.held.forget_all_but(turn);
         out
     }
 
