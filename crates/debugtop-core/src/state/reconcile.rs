@@ -22,6 +22,7 @@ use super::memo::{ByAlloc, Memo};
 use super::world::World;
 use crate::model::{DebugSession, Observation, Proc, ServerInfo, TreeNode};
 use crate::redact::CommandLines;
+use rustc_hash::FxHashMap;
 
 pub use forest::process_forest;
 use hosts::{host_trees, stdio_servers};
@@ -33,11 +34,102 @@ const ENDED_KEEP: Duration = Duration::seconds(60);
 /// Each server's debug sessions as the last step built them — the session and its tree node —
 /// with what they were built from: the same allocations of its processes and an equal record
 /// from the logs give the very same session and node again, at incident scale thousands a tick.
-pub type SessionMemo = Memo<SessionKey, SessionInputs, Built>;
+/// And each server's whole set of them: when none of its processes and none of its records
+/// changed (5,000 leaked workers of a gone server, sleeping), not even the sessions are looked
+/// up one by one.
+#[derive(Debug, Default)]
+pub struct SessionMemo {
+    servers: FxHashMap<u32, ServerSessions>,
+    step: u64,
+}
 
-/// A debug session: its server and its id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SessionKey(pub(super) u32, pub(super) String);
+/// One server's sessions, as last built.
+#[derive(Debug, Default)]
+pub(super) struct ServerSessions {
+    /// The whole of the last build, with what it was made from.
+    last: Option<(ServerInputs, Sessions)>,
+    /// Each session, by id.
+    each: Memo<String, SessionInputs, Built>,
+    /// The last step that asked for this server.
+    step: u64,
+}
+
+/// A server's session nodes (with the loose processes' forest) and its debug sessions.
+pub(super) type Sessions = (Vec<Arc<TreeNode>>, Vec<Arc<DebugSession>>);
+
+/// What all of one server's sessions are made from: its processes by allocation, its debug
+/// records, which of them are still listed now (an ended one is, for a while), and how
+/// command lines are written.
+#[derive(Debug, PartialEq)]
+pub(super) struct ServerInputs {
+    procs: Vec<ByAlloc<Proc>>,
+    debug: BTreeMap<String, DebugRec>,
+    listed: Vec<bool>,
+    lines: CommandLines,
+}
+
+/// [`ServerInputs`] as a step has them, borrowed.
+#[derive(Debug)]
+pub(super) struct ServerNow<'a> {
+    pub(super) procs: &'a [&'a Arc<Proc>],
+    pub(super) debug: &'a BTreeMap<String, DebugRec>,
+    pub(super) listed: Vec<bool>,
+    pub(super) lines: CommandLines,
+}
+
+impl ServerInputs {
+    fn matches(&self, now: &ServerNow<'_>) -> bool {
+        self.lines == now.lines
+            && self.procs.len() == now.procs.len()
+            && self
+                .procs
+                .iter()
+                .zip(now.procs)
+                .all(|(a, b)| Arc::ptr_eq(&a.0, b))
+            && self.listed == now.listed
+            && self.debug == *now.debug
+    }
+}
+
+impl From<ServerNow<'_>> for ServerInputs {
+    fn from(now: ServerNow<'_>) -> Self {
+        Self {
+            procs: ByAlloc::all(now.procs.iter().copied()),
+            debug: now.debug.clone(),
+            listed: now.listed,
+            lines: now.lines,
+        }
+    }
+}
+
+impl SessionMemo {
+    /// `server`'s sessions: the last step's when `now` matches what they were made from,
+    /// else `build`'s (given the server's per-session memo), remembered with `now`.
+    pub(super) fn sessions(
+        &mut self,
+        server: u32,
+        now: ServerNow<'_>,
+        build: impl FnOnce(&mut Memo<String, SessionInputs, Built>) -> Sessions,
+    ) -> Sessions {
+        let step = self.step;
+        let memo = self.servers.entry(server).or_default();
+        memo.step = step;
+        if let Some((_, out)) = memo.last.as_ref().filter(|(was, _)| was.matches(&now)) {
+            return out.clone();
+        }
+        let out = build(&mut memo.each);
+        memo.each.turn();
+        memo.last = Some((now.into(), out.clone()));
+        out
+    }
+
+    /// Forgets the servers this step did not ask for; the next step begins.
+    pub fn turn(&mut self) {
+        let step = self.step;
+        self.servers.retain(|_, m| m.step == step);
+        self.step += 1;
+    }
+}
 
 /// What a debug session and its node are made from: its record from the logs and its
 /// processes, by allocation.
@@ -506,6 +598,52 @@ mod tests {
             tree(&w)
         );
         assert!(w.debug_sessions.iter().any(|d| d.id == "s-1" && d.ended));
+    }
+
+    /// The whole of a server's sessions is last step's while nothing it is made from changed
+    /// — but time is among it: an ended session leaves the list a minute after it ended, with
+    /// no process or record changed.
+    #[test]
+    fn a_servers_unchanged_sessions_are_last_steps_until_an_ended_one_is_a_minute_old() {
+        let at = |t: i64| {
+            Obs::at(t)
+                .log(
+                    1,
+                    -30,
+                    LogOrigin::Server,
+                    K::DebugSessionCreated {
+                        session_id: "s-1".into(),
+                        name: None,
+                        language: None,
+                    },
+                )
+                .log(
+                    2,
+                    -10,
+                    LogOrigin::Server,
+                    K::DebugSessionClosed {
+                        session_id: "s-1".into(),
+                    },
+                )
+                .build()
+        };
+        // The lines are read once; later steps see the same server and nothing new.
+        let w = worlds(vec![
+            (at(0), Vec::new()),
+            (Obs::at(5).build(), Vec::new()),
+            (Obs::at(51).build(), Vec::new()),
+        ]);
+        let (w0, w1, w2) = (
+            &w[0].debug_sessions,
+            &w[1].debug_sessions,
+            &w[2].debug_sessions,
+        );
+        assert_eq!(w0.len(), 1, "ended 10 s ago: listed");
+        assert!(
+            Arc::ptr_eq(&w0[0], &w1[0]),
+            "nothing changed: the very same session"
+        );
+        assert!(w2.is_empty(), "ended 61 s ago: no longer listed, {w2:?}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::model::{
 use crate::redact::CommandLines;
 
 use super::forest::process_forest;
-use super::{Built, SessionKey, SessionMemo, SessionNow, ENDED_KEEP};
+use super::{Built, ServerNow, SessionMemo, SessionNow, Sessions, ENDED_KEEP};
 
 /// Debug-session nodes (with their process subtrees) and loose processes of one server.
 pub(super) fn session_nodes(
@@ -22,38 +22,47 @@ pub(super) fn session_nodes(
     procs: &[&Arc<Proc>],
     (now, lines): (DateTime<Utc>, CommandLines),
     memo: &mut SessionMemo,
-) -> (Vec<Arc<TreeNode>>, Vec<Arc<DebugSession>>) {
-    let mut by_session: BTreeMap<&str, Vec<&Arc<Proc>>> = BTreeMap::new();
-    let mut loose: Vec<&Proc> = Vec::new();
-    for p in procs {
-        match &p.session_id {
-            Some(s) => by_session.entry(s.as_str()).or_default().push(p),
-            None => loose.push(p),
+) -> Sessions {
+    let listed = |r: &DebugRec| r.ended.is_none_or(|at| now - at < ENDED_KEEP);
+    let inputs = ServerNow {
+        procs,
+        debug: &know.debug,
+        listed: know.debug.values().map(listed).collect(),
+        lines,
+    };
+    memo.sessions(server_pid, inputs, |each| {
+        let mut by_session: BTreeMap<&str, Vec<&Arc<Proc>>> = BTreeMap::new();
+        let mut loose: Vec<&Proc> = Vec::new();
+        for p in procs {
+            match &p.session_id {
+                Some(s) => by_session.entry(s.as_str()).or_default().push(p),
+                None => loose.push(p),
+            }
         }
-    }
-    let mut ids: BTreeSet<&str> = by_session.keys().copied().collect();
-    ids.extend(
-        know.debug
-            .iter()
-            .filter(|(_, r)| r.ended.is_none_or(|at| now - at < ENDED_KEEP))
-            .map(|(k, _)| k.as_str()),
-    );
-    let mut nodes = Vec::new();
-    let mut out = Vec::new();
-    for id in ids {
-        let rec = know.debug.get(id);
-        let ps = by_session.remove(id).unwrap_or_default();
-        let (node, session) = memo.get_or_build(
-            &SessionKey(server_pid, id.to_owned()),
-            SessionNow(rec, &ps),
-            |_| true,
-            || session_and_node(server_pid, id, rec, &ps, lines),
+        let mut ids: BTreeSet<&str> = by_session.keys().copied().collect();
+        ids.extend(
+            know.debug
+                .iter()
+                .filter(|(_, r)| listed(r))
+                .map(|(k, _)| k.as_str()),
         );
-        nodes.extend(node);
-        out.push(session);
-    }
-    nodes.extend(process_forest(&loose, lines));
-    (nodes, out)
+        let mut nodes = Vec::new();
+        let mut out = Vec::new();
+        for id in ids {
+            let rec = know.debug.get(id);
+            let ps = by_session.remove(id).unwrap_or_default();
+            let (node, session) = each.get_or_build(
+                id,
+                SessionNow(rec, &ps),
+                |_| true,
+                || session_and_node(server_pid, id, rec, &ps, lines),
+            );
+            nodes.extend(node);
+            out.push(session);
+        }
+        nodes.extend(process_forest(&loose, lines));
+        (nodes, out)
+    })
 }
 
 /// One debug session and, unless it ended with nothing left running (history, not part of
