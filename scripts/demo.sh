@@ -31,9 +31,10 @@ descendants() {
   done
 }
 
-if [ "${1:-}" = "--stop" ]; then
-  [ -f "$state/pids" ] || { echo "demo: nothing to stop"; exit 0; }
-  # What the demo's processes started (workers' detached adapters among them) is recorded
+# Stops every process the demo recorded (and what they started), by pid and start time.
+stop() {
+  [ -f "$state/pids" ] || return 1
+  # Descendants first (by parent links, with their start times), all of them gathered
   # before anything is stopped: once a worker is gone its adapter hangs under init, leaked.
   while read -r pid t; do
     now=$(cut -d' ' -f22 "/proc/$pid/stat" 2>/dev/null || echo none)
@@ -47,13 +48,24 @@ if [ "${1:-}" = "--stop" ]; then
     if [ "$now" = "$t" ]; then kill -CONT "$pid" 2>/dev/null || true; kill -TERM "$pid" 2>/dev/null || true; fi
   done < "$state/pids"
   rm -f "$state/pids"
-  echo "demo: stopped"
-  exit 0
-fi
+}
+
+case "${1:-}" in
+  "" | --no-app) ;;
+  --stop)
+    if stop; then echo "demo: stopped"; else echo "demo: nothing to stop"; fi
+    exit 0 ;;
+  *) echo "usage: scripts/demo.sh [--no-app | --stop]" >&2; exit 2 ;;
+esac
 
 [ -f "$pkg/dist/cli.mjs" ] || { echo "demo: run 'scripts/deps.sh test' first (installs mcp-debugger 0.24.2)"; exit 1; }
 port="${DEMO_PORT:-3001}"
-rm -f "$state/pids"
+# A demo already running is stopped first: a second server could not take its port, and
+# the second demo's sessions would join the first's server, which --stop then no longer knew.
+if stop; then
+  echo "demo: stopped the demo that was running"
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/health" >/dev/null || break; sleep 0.1; done
+fi
 MCP_HTTP_STALE_SESSION_MS=0 node "$pkg/dist/cli.mjs" http -p "$port" --log-file "$state/server.log" >/dev/null 2>&1 &
 server=$!
 record "$server"
