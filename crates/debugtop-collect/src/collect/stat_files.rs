@@ -91,37 +91,27 @@ impl StatFiles {
 
 /// The whole file from offset 0, by `pread` (a kept descriptor is read again and again).
 fn pread_whole(fd: &OwnedFd, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    const CHUNK: usize = 4096;
-    loop {
-        let at = buf.len();
-        buf.resize(at + CHUNK, 0);
-        let n = match rustix::io::pread(fd, &mut buf[at..], at as u64) {
-            Ok(n) => n,
-            Err(rustix::io::Errno::INTR) => {
-                buf.truncate(at);
-                continue;
-            }
-            Err(e) => {
-                buf.truncate(at);
-                return Err(e.into());
-            }
-        };
-        buf.truncate(at + n);
-        if n == 0 || (n < CHUNK && buf.last() == Some(&b'\n')) {
-            return Ok(());
-        }
-    }
+    read_line_with(buf, |chunk, at| Ok(rustix::io::pread(fd, chunk, at)?))
 }
 
 /// A one-line `/proc` file into `buf`: one `read` when it comes back whole (shorter than the
 /// buffer and ending in a newline — a stat line always does), instead of reading again for the
 /// end of file as `read_to_end` does; the hot path of every scan.
 pub(crate) fn read_whole_line(f: &mut File, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    read_line_with(buf, |chunk, _| f.read(chunk))
+}
+
+/// Reads with `read` (a chunk, the offset it starts at) until the line is whole or the file
+/// ends.
+fn read_line_with(
+    buf: &mut Vec<u8>,
+    mut read: impl FnMut(&mut [u8], u64) -> std::io::Result<usize>,
+) -> std::io::Result<()> {
     const CHUNK: usize = 4096;
     loop {
         let at = buf.len();
         buf.resize(at + CHUNK, 0);
-        let n = match f.read(&mut buf[at..]) {
+        let n = match read(&mut buf[at..], at as u64) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                 buf.truncate(at);
