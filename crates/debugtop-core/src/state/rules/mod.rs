@@ -384,7 +384,11 @@ struct Held {
 #[derive(Debug, Clone, Copy)]
 struct Dates {
     first: DateTime<Utc>,
+    /// Since when it has been confirmed, as of the evaluation `turn`.
     confirmed: Option<DateTime<Utc>>,
+    /// As of the evaluation before (what `turn`'s own dates are read from: an id seen twice in
+    /// one evaluation is dated from the last one both times).
+    was: Option<DateTime<Utc>>,
     /// The last evaluation that saw it.
     turn: u64,
     /// The evaluation that saw it first.
@@ -400,9 +404,11 @@ impl Held {
             .map(|d| d.first)
     }
 
-    /// Since when `id` has been confirmed, if it was.
-    fn confirmed(&self, id: &FindingId) -> Option<DateTime<Utc>> {
-        self.dates.get(id).and_then(|d| d.confirmed)
+    /// Since when `id` had been confirmed at the last evaluation before `turn`, if it had.
+    fn confirmed(&self, id: &FindingId, turn: u64) -> Option<DateTime<Utc>> {
+        self.dates
+            .get(id)
+            .and_then(|d| if d.turn == turn { d.was } else { d.confirmed })
     }
 
     /// `id` holds in this evaluation (`turn`): first seen now if it did not hold before;
@@ -416,8 +422,12 @@ impl Held {
     ) {
         match self.dates.get_mut(id) {
             Some(d) => {
-                d.turn = turn;
-                d.confirmed = confirmed;
+                if d.turn != turn {
+                    d.was = d.confirmed.take();
+                    d.turn = turn;
+                }
+                // A second candidate of the same id that is not ripe leaves the first's date.
+                d.confirmed = d.confirmed.or(confirmed);
             }
             None => {
                 self.dates.insert(
@@ -425,6 +435,7 @@ impl Held {
                     Dates {
                         first: now,
                         confirmed,
+                        was: None,
                         turn,
                         born: turn,
                     },
@@ -523,7 +534,7 @@ impl Evaluator {
             let id = &c.finding.id;
             let first = self.held.first(id);
             if self.ripe(&c, first, now) {
-                let at = self.held.confirmed(id).unwrap_or(now);
+                let at = self.held.confirmed(id, turn).unwrap_or(now);
                 self.held.hold(id, turn, now, Some(at));
                 let since = c.evidence_at.or(first).unwrap_or(now);
                 let inputs = DatedInputs(ByAlloc::of(&c.finding), since, at);
