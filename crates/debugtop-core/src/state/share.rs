@@ -11,13 +11,20 @@ use std::sync::Arc;
 
 use crate::model::{Counterparts, TreeNode};
 
-/// Last step's elements of one list, by key.
+/// Last step's elements of one list, by key, and the list as it was shared.
 #[derive(Debug)]
-pub struct Interned<K, T>(HashMap<K, Arc<T>>);
+pub struct Interned<K, T> {
+    by_key: HashMap<K, Arc<T>>,
+    /// Last step's list, as addresses: compared only, and alive while `by_key` holds them.
+    order: Vec<usize>,
+}
 
 impl<K, T> Default for Interned<K, T> {
     fn default() -> Self {
-        Self(HashMap::default())
+        Self {
+            by_key: HashMap::default(),
+            order: Vec::new(),
+        }
     }
 }
 
@@ -27,14 +34,24 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
         self.share_built(now.into_iter().map(Arc::new).collect(), key)
     }
 
-    /// As [`Interned::share`], for elements built this step already behind an `Arc`.
+    /// As [`Interned::share`], for elements built this step already behind an `Arc`. A list
+    /// that is last step's very allocations in the same order (memoised sessions and findings
+    /// that did not change) is given back as it is, no key made.
     pub fn share_built(&mut self, now: Vec<Arc<T>>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
+        let unchanged = now.len() == self.order.len()
+            && now
+                .iter()
+                .zip(&self.order)
+                .all(|(x, at)| Arc::as_ptr(x) as usize == *at);
+        if unchanged {
+            return now;
+        }
         let mut next = HashMap::with_capacity_and_hasher(now.len(), Default::default());
-        let out = now
+        let out: Vec<Arc<T>> = now
             .into_iter()
             .map(|x| {
                 let k = key(&x);
-                let shared = match self.0.remove(&k) {
+                let shared = match self.by_key.remove(&k) {
                     Some(old) if Arc::ptr_eq(&old, &x) || *old == *x => old,
                     _ => x,
                 };
@@ -42,7 +59,14 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
                 shared
             })
             .collect();
-        self.0 = next;
+        self.by_key = next;
+        // Two elements of one key: the map holds only the last, so the addresses would not
+        // all stay alive — no list to compare with next step.
+        self.order = if self.by_key.len() == out.len() {
+            out.iter().map(|x| Arc::as_ptr(x) as usize).collect()
+        } else {
+            Vec::new()
+        };
         out
     }
 }
@@ -114,6 +138,25 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_last_steps_allocations_comes_back_as_it_is_and_an_equal_copy_is_shared() {
+        let mut i: Interned<u32, (u32, &str)> = Interned::default();
+        let key = |x: &(u32, &str)| x.0;
+        let first = i.share(vec![(1, "a"), (2, "b")], key);
+        let again = i.share_built(first.clone(), key);
+        assert!(first.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)));
+        // Equal copies are last step's allocations; a changed element is its own.
+        let next = i.share(vec![(1, "a"), (2, "c")], key);
+        assert!(Arc::ptr_eq(&next[0], &first[0]));
+        assert_eq!(*next[1], (2, "c"));
+        // Two elements of one key: shared by value, never compared by address next time.
+        let twice = i.share(vec![(1, "a"), (1, "x")], key);
+        assert!(i.order.is_empty());
+        let after = i.share_built(twice.clone(), key);
+        assert_eq!(after.len(), 2);
+        assert_eq!((*after[0], *after[1]), ((1, "a"), (1, "x")));
+    }
+
+    #[test]
     fn an_unchanged_tree_is_last_steps_allocation_and_a_change_renews_only_its_path() {
         let first = tree(&[], build("b"));
         let same = tree(&first, build("b"));
@@ -158,7 +201,7 @@ mod tests {
         assert!(!Arc::ptr_eq(&a[1], &b[1]) && b[1].1 == "z");
         let c = i.share(vec![(2, "z".into())], |x| x.0);
         assert!(Arc::ptr_eq(&b[1], &c[0]));
-        assert_eq!(i.0.len(), 1);
+        assert_eq!(i.by_key.len(), 1);
     }
 }
 
