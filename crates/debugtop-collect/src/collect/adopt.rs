@@ -8,7 +8,7 @@
 //! that started it, so one in another group than init's (and not its own) was started by someone
 //! else. Pure over the samples and the identity cache.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::parse::basename;
 use super::{IdentityCache, Sample};

@@ -2,7 +2,7 @@
 //! markers, signature, owner, stdio — and, per identity across scans, its CPU ticks, what relate
 //! concluded, its last quiet reads and its I/O counters. A reused pid is a new identity.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -46,7 +46,7 @@ pub struct ProcfsCollector {
     gen: u64,
     fds: super::fds::FdWatch,
     /// Pids the next scan reads whatever they did before (their exit was seen).
-    read_next: std::collections::HashSet<u32>,
+    read_next: rustc_hash::FxHashSet<u32>,
     /// Whether an exit watcher covers every process: only then may a quiet process be served
     /// from its last read (otherwise its exit would show only when it is due again: a zombie
     /// shown sleeping).
@@ -135,7 +135,7 @@ impl ProcfsCollector {
             cache: IdentityCache::default(),
             gen: 0,
             fds: super::fds::FdWatch::default(),
-            read_next: std::collections::HashSet::new(),
+            read_next: rustc_hash::FxHashSet::default(),
             exits_watched: false,
             one_read_cpu: false,
             listing: None,

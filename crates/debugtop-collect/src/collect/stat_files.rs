@@ -9,7 +9,7 @@
 //! kept is bounded by half of what the open-files limit leaves (the exit watcher's pidfds
 //! take the other half).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::OwnedFd;
