@@ -21,8 +21,12 @@ fn main() {
 /// Memory the app frees goes back to the system when freed, not a second later at
 /// mimalloc's next collection on the freeing thread (the default of the mimalloc v3 built
 /// here): a worker that freed a tick's peak and slept could keep it. At 5,000 orphans the app
-/// holds about 10 MB less (BENCHMARKS.md), at no measurable CPU.
+/// holds about 10 MB less (BENCHMARKS.md). A `MIMALLOC_PURGE_DELAY` set in the environment
+/// wins (mimalloc reads it at start).
 fn return_freed_memory_at_once() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
     // SAFETY: `mi_option_set` takes any option number and value; it only stores the value.
     #[allow(unsafe_code)]
     unsafe {
