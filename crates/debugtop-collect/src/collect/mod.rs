@@ -70,6 +70,8 @@ pub mod windows;
 mod glance;
 mod harvest;
 mod identity;
+#[cfg(target_os = "linux")]
+mod pid_counters;
 mod sample;
 #[cfg(target_os = "linux")]
 mod stat_files;
