@@ -59,11 +59,14 @@ pub(super) type Sessions = (Vec<Arc<TreeNode>>, Vec<Arc<DebugSession>>);
 
 /// What all of one server's sessions are made from: its processes by allocation, its debug
 /// records, which of them are still listed now (an ended one is, for a while), and how
-/// command lines are written.
-#[derive(Debug, PartialEq)]
+/// command lines are written. The records are copied only once the processes held still for a
+/// step: a live server whose processes change every tick (its CPU) is not worth a copy of
+/// every record it has every tick.
+#[derive(Debug)]
 pub(super) struct ServerInputs {
     procs: Vec<ByAlloc<Proc>>,
-    debug: BTreeMap<String, DebugRec>,
+    /// `None`: not copied (the processes had just changed); never matches.
+    debug: Option<BTreeMap<String, DebugRec>>,
     listed: Vec<bool>,
     lines: CommandLines,
 }
@@ -78,24 +81,27 @@ pub(super) struct ServerNow<'a> {
 }
 
 impl ServerInputs {
-    fn matches(&self, now: &ServerNow<'_>) -> bool {
-        self.lines == now.lines
-            && self.procs.len() == now.procs.len()
+    fn same_procs(&self, now: &ServerNow<'_>) -> bool {
+        self.procs.len() == now.procs.len()
             && self
                 .procs
                 .iter()
                 .zip(now.procs)
                 .all(|(a, b)| Arc::ptr_eq(&a.0, b))
-            && self.listed == now.listed
-            && self.debug == *now.debug
     }
-}
 
-impl From<ServerNow<'_>> for ServerInputs {
-    fn from(now: ServerNow<'_>) -> Self {
+    fn matches(&self, now: &ServerNow<'_>) -> bool {
+        self.lines == now.lines
+            && self.same_procs(now)
+            && self.listed == now.listed
+            && self.debug.as_ref() == Some(now.debug)
+    }
+
+    /// `now`, kept; its records copied only if `steady`.
+    fn of(now: ServerNow<'_>, steady: bool) -> Self {
         Self {
             procs: ByAlloc::all(now.procs.iter().copied()),
-            debug: now.debug.clone(),
+            debug: steady.then(|| now.debug.clone()),
             listed: now.listed,
             lines: now.lines,
         }
@@ -117,9 +123,13 @@ impl SessionMemo {
         if let Some((_, out)) = memo.last.as_ref().filter(|(was, _)| was.matches(&now)) {
             return out.clone();
         }
+        let steady = memo
+            .last
+            .as_ref()
+            .is_some_and(|(was, _)| was.same_procs(&now));
         let out = build(&mut memo.each);
         memo.each.turn();
-        memo.last = Some((now.into(), out.clone()));
+        memo.last = Some((ServerInputs::of(now, steady), out.clone()));
         out
     }
 
@@ -569,9 +579,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_ended_session_with_nothing_left_leaves_the_tree_but_stays_listed() {
-        let o = Obs::at(0)
+    /// At 0: session s-1 of the server, created 30 s and closed 10 s before.
+    fn s1_ended_10_s_before() -> Obs {
+        Obs::at(0)
             .log(
                 1,
                 -30,
@@ -590,7 +600,11 @@ mod tests {
                     session_id: "s-1".into(),
                 },
             )
-            .build();
+    }
+
+    #[test]
+    fn an_ended_session_with_nothing_left_leaves_the_tree_but_stays_listed() {
+        let o = s1_ended_10_s_before().build();
         let w = world(&o);
         assert!(
             !tree(&w).iter().any(|l| l.contains("DebugSession")),
@@ -605,31 +619,9 @@ mod tests {
     /// no process or record changed.
     #[test]
     fn a_servers_unchanged_sessions_are_last_steps_until_an_ended_one_is_a_minute_old() {
-        let at = |t: i64| {
-            Obs::at(t)
-                .log(
-                    1,
-                    -30,
-                    LogOrigin::Server,
-                    K::DebugSessionCreated {
-                        session_id: "s-1".into(),
-                        name: None,
-                        language: None,
-                    },
-                )
-                .log(
-                    2,
-                    -10,
-                    LogOrigin::Server,
-                    K::DebugSessionClosed {
-                        session_id: "s-1".into(),
-                    },
-                )
-                .build()
-        };
         // The lines are read once; later steps see the same server and nothing new.
         let w = worlds(vec![
-            (at(0), Vec::new()),
+            (s1_ended_10_s_before().build(), Vec::new()),
             (Obs::at(5).build(), Vec::new()),
             (Obs::at(51).build(), Vec::new()),
         ]);
