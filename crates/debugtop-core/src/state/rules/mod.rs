@@ -21,12 +21,11 @@ mod twins;
 mod workers;
 
 use std::cell::RefCell;
-
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use rustc_hash::FxHashMap;
 
 use super::memo::{ByAlloc, Memo};
 use super::plan::{self, PlanOptions, PlanTrace, SHORT_GRACE};
