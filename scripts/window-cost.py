@@ -5,7 +5,8 @@ with the demo (a real mcp-debugger, two sessions, a leaked adapter, an orphan; 1
 start, and again 75–105 s after, past the web process's JIT warm-up), then with 5,000
 orphans of one gone owner (cheap stand-ins carrying the worker markers): CPU of the app and of
 every WebKit process over 30 s each, and their resident memory. Figures only, printed and
-written to target/window-cost.txt; BENCHMARKS.md holds them. Only processes this script started
+written to target/window-cost.txt; BENCHMARKS.md holds them. `--demo [INTERVAL_MS [WINDOWS]]`
+measures the demo alone at another interval (printed only). Only processes this script started
 are signalled, by pid and start time."""
 
 import json
@@ -84,10 +85,35 @@ def soak(secs):
     print(line)
 
 
+def demo_only(interval_ms, windows):
+    """The demo alone at `interval_ms`, `windows` windows of 30 s from 40 s after start (the
+    web process's JIT warm-up past): at 30,000 ms the window has next to nothing to draw, so
+    the difference with 1,000 is what a tick costs (BENCHMARKS.md, "What a drawn frame
+    costs")."""
+    config = tempfile.mkdtemp()
+    Path(config, "settings.json").write_text(json.dumps({"interval_ms": interval_ms, "notify_critical": False}))
+    env = {**os.environ, "DEBUGTOP_CONFIG_DIR": config}
+    subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--no-app"], check=True, stdout=subprocess.DEVNULL)
+    app = subprocess.Popen([str(APP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ticks = start_ticks(app.pid)
+    try:
+        time.sleep(40)
+        for i in range(windows):
+            print(measure(app.pid, 30, f"demo, {interval_ms} ms interval, window {i + 1}"), flush=True)
+    finally:
+        if start_ticks(app.pid) == ticks:
+            app.terminate()
+        app.wait(timeout=10)
+        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
+
+
 def main():
     import sys
     if len(sys.argv) > 2 and sys.argv[1] == "--soak":
         soak(int(sys.argv[2]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--demo":
+        demo_only(int(sys.argv[2]) if len(sys.argv) > 2 else 1000, int(sys.argv[3]) if len(sys.argv) > 3 else 3)
         return
     assert APP.exists(), f"build it first: cargo build --release -p debugtop ({APP})"
     config = tempfile.mkdtemp()
