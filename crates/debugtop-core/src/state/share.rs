@@ -142,8 +142,16 @@ mod tests {
         let mut i: Interned<u32, (u32, &str)> = Interned::default();
         let key = |x: &(u32, &str)| x.0;
         let first = i.share(vec![(1, "a"), (2, "b")], key);
-        let again = i.share_built(first.clone(), key);
+        // Last step's very list: given back without a key made (the slow path would make one
+        // per element and give back the same).
+        let keys_made = std::cell::Cell::new(0);
+        let counted = |x: &(u32, &str)| {
+            keys_made.set(keys_made.get() + 1);
+            x.0
+        };
+        let again = i.share_built(first.clone(), counted);
         assert!(first.iter().zip(&again).all(|(a, b)| Arc::ptr_eq(a, b)));
+        assert_eq!(keys_made.get(), 0, "no key made for an unchanged list");
         // Equal copies are last step's allocations; a changed element is its own.
         let next = i.share(vec![(1, "a"), (2, "c")], key);
         assert!(Arc::ptr_eq(&next[0], &first[0]));
@@ -151,7 +159,12 @@ mod tests {
         // Two elements of one key: shared by value, never compared by address next time.
         let twice = i.share(vec![(1, "a"), (1, "x")], key);
         assert!(i.order.is_empty());
-        let after = i.share_built(twice.clone(), key);
+        let after = i.share_built(twice.clone(), counted);
+        assert_eq!(
+            keys_made.get(),
+            2,
+            "a list with a repeated key goes the slow way"
+        );
         assert_eq!(after.len(), 2);
         assert_eq!((*after[0], *after[1]), ((1, "a"), (1, "x")));
     }
