@@ -9,9 +9,9 @@ written to target/window-cost.txt; BENCHMARKS.md holds them. `--demo [INTERVAL_M
 measures the demo alone at another interval (printed only). Only processes this script started
 are signalled, by pid and start time."""
 
+import contextlib
 import json
 import os
-import signal
 import subprocess
 import tempfile
 import sys
@@ -40,19 +40,33 @@ def measure(app, secs, what):
             f"{sum(pss.values())} MB proportional (sum of PSS: shared pages once) ({parts})")
 
 
-def soak(secs):
-    """The demo for `secs`: resident memory and descriptors of the app and every WebKit process
-    every 30 s; growth is the last third's median against the first third's."""
+@contextlib.contextmanager
+def demo_with_app(interval_ms=1000):
+    """The demo, and the app watching it at `interval_ms` with its own settings; the app's pid.
+    Both stopped after: the app by pid and start time, the demo by `demo.sh --stop`."""
+    assert APP.exists(), f"build it first: cargo build --release -p debugtop ({APP})"
     config = tempfile.mkdtemp()
-    Path(config, "settings.json").write_text(json.dumps({"interval_ms": 1000, "notify_critical": False}))
+    Path(config, "settings.json").write_text(json.dumps({"interval_ms": interval_ms, "notify_critical": False}))
     env = {**os.environ, "DEBUGTOP_CONFIG_DIR": config}
     subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--no-app"], check=True, stdout=subprocess.DEVNULL)
     app = subprocess.Popen([str(APP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ticks = start_ticks(app.pid)
-    samples = []
     try:
+        yield app.pid
+    finally:
+        if start_ticks(app.pid) == ticks:
+            app.terminate()
+        app.wait(timeout=10)
+        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
+
+
+def soak(secs):
+    """The demo for `secs`: resident memory and descriptors of the app and every WebKit process
+    every 30 s; growth is the last third's median against the first third's."""
+    samples = []
+    with demo_with_app() as app:
         time.sleep(15)
-        procs = [app.pid] + [p for p in family(app.pid) if comm(p).startswith("WebKit")]
+        procs = [app] + [p for p in family(app) if comm(p).startswith("WebKit")]
         c0, t0 = sum(cpu_ticks(p) for p in procs), time.time()
         end = t0 + secs
         while time.time() < end:
@@ -63,11 +77,6 @@ def soak(secs):
                             sum(pss_kib(p) // 1024 for p in live), each))
             time.sleep(30)
         pct = (sum(cpu_ticks(p) for p in procs) - c0) / HZ / (time.time() - t0) * 100
-    finally:
-        if start_ticks(app.pid) == ticks:
-            app.terminate()
-        app.wait(timeout=10)
-        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
     third = max(1, len(samples) // 3)
     med = lambda xs: sorted(xs)[len(xs) // 2]
     first, last = med([s[1] for s in samples[:third]]), med([s[1] for s in samples[-third:]])
@@ -90,76 +99,57 @@ def demo_only(interval_ms, windows):
     web process's JIT warm-up past): at 30,000 ms the window has next to nothing to draw, so
     the difference with 1,000 is what a tick costs (BENCHMARKS.md, "What a drawn frame
     costs")."""
-    config = tempfile.mkdtemp()
-    Path(config, "settings.json").write_text(json.dumps({"interval_ms": interval_ms, "notify_critical": False}))
-    env = {**os.environ, "DEBUGTOP_CONFIG_DIR": config}
-    subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--no-app"], check=True, stdout=subprocess.DEVNULL)
-    app = subprocess.Popen([str(APP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ticks = start_ticks(app.pid)
-    try:
+    with demo_with_app(interval_ms) as app:
         time.sleep(40)
         for i in range(windows):
-            print(measure(app.pid, 30, f"demo, {interval_ms} ms interval, window {i + 1}"), flush=True)
-    finally:
-        if start_ticks(app.pid) == ticks:
-            app.terminate()
-        app.wait(timeout=10)
-        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
+            print(measure(app, 30, f"demo, {interval_ms} ms interval, window {i + 1}"), flush=True)
 
 
-def main():
-    import sys
-    if len(sys.argv) > 2 and sys.argv[1] == "--soak":
-        soak(int(sys.argv[2]))
-        return
-    if len(sys.argv) > 1 and sys.argv[1] == "--demo":
-        demo_only(int(sys.argv[2]) if len(sys.argv) > 2 else 1000, int(sys.argv[3]) if len(sys.argv) > 3 else 3)
-        return
-    assert APP.exists(), f"build it first: cargo build --release -p debugtop ({APP})"
-    config = tempfile.mkdtemp()
-    Path(config, "settings.json").write_text(json.dumps({"interval_ms": 1000, "notify_critical": False}))
-    env = {**os.environ, "DEBUGTOP_CONFIG_DIR": config}
-    lines = []
-    subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--no-app"], check=True, stdout=subprocess.DEVNULL)
-    app = subprocess.Popen([str(APP)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    app_ticks = start_ticks(app.pid)
+def with_orphans(app, n):
+    """`n` orphans of one gone owner (cheap stand-ins carrying the worker markers) while the app
+    at `app` watches: its cost with them; each signalled after by pid and start time."""
     orphans = []
-    gone = None
+    gone = subprocess.Popen(["true"])
     try:
-        time.sleep(15)
-        lines.append(measure(app.pid, 30, "demo, 1 s interval, 30 s"))
-        # The same window again once the web process's JIT has warmed up (it compiles the
-        # page's code through the first minute): the idle cost a long session pays.
-        time.sleep(30)
-        lines.append(measure(app.pid, 30, "demo, 1 s interval, 30 s, from 75 s after start"))
-        gone = subprocess.Popen(["true"])
         time.sleep(0.5)
         fifo = Path(tempfile.mkdtemp()) / "hold"
         os.mkfifo(fifo)
-        holder = os.open(fifo, os.O_RDWR)
-        for i in range(5000):
+        os.open(fifo, os.O_RDWR)  # a writer held open: every `read` blocks, none sees EOF
+        for i in range(n):
             p = subprocess.Popen(["sh", "-c", f"read x < '{fifo}'", "sh", "/stand-in/dist/proxy/proxy-bootstrap.js",
                                   f"--mcp-owner-pid={gone.pid}", f"--mcp-session-id=5a1d0000-0000-4000-8000-{i:012d}"],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             orphans.append((p, start_ticks(p.pid)))
         time.sleep(20)
-        lines.append(measure(app.pid, 30, "demo + 5,000 orphans (about 10,000 rows, 5,000 findings), 1 s interval, 30 s"))
+        return measure(app, 30, f"demo + {n:,} orphans (about {2 * n:,} rows, {n:,} findings), 1 s interval, 30 s")
     finally:
         for p, t in orphans:
             if start_ticks(p.pid) == t:
                 p.kill()
         for p, _ in orphans:
             p.wait()
-        if gone:
-            gone.wait()
-        if start_ticks(app.pid) == app_ticks:
-            app.terminate()
-        app.wait(timeout=10)
-        subprocess.run([str(ROOT / "scripts" / "demo.sh"), "--stop"], stdout=subprocess.DEVNULL)
+        gone.wait()
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--soak":
+        soak(int(sys.argv[2]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--demo":
+        demo_only(int(sys.argv[2]) if len(sys.argv) > 2 else 1000, int(sys.argv[3]) if len(sys.argv) > 3 else 3)
+        return
+    lines = []
+    with demo_with_app() as app:
+        time.sleep(15)
+        lines.append(measure(app, 30, "demo, 1 s interval, 30 s"))
+        # The same window again once the web process's JIT has warmed up (it compiles the
+        # page's code through the first minute): the idle cost a long session pays.
+        time.sleep(30)
+        lines.append(measure(app, 30, "demo, 1 s interval, 30 s, from 75 s after start"))
+        lines.append(with_orphans(app, 5000))
     out = ROOT / "target" / "window-cost.txt"
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
 
 if __name__ == "__main__":
     main()
