@@ -191,6 +191,12 @@ export class LiveView {
   /** How many timeline events fell off the front so far: event i's stable key is dropped + i. */
   timelineDropped = 0;
 
+  /** The process this view holds under `p`'s identity (pid and start ticks), if any. */
+  procOf(p: Proc): Proc | undefined {
+    const i = this.processes.indexOf(procKey(p));
+    return i === undefined ? undefined : this.processes.items[i];
+  }
+
   /** The processes of `snapshot` by pid, kept between messages, when it is a snapshot this view
    * built (its list is this view's); `undefined` for any other (an opened snapshot). A new
    * lookup each time the processes change, the same one otherwise. */
