@@ -79,7 +79,7 @@ test('small moves are drawn once the pause has passed by the snapshots clock; an
   assert.ok(pace.draw(true, t0), 'the first update is drawn');
   const drawn = [1, 2, 3, 4, 5, 6].map((s) => pace.draw(true, t0 + s * 1000));
   const every = Math.ceil(SMALL_MOVES_EVERY_MS / 1000);
-  assert.deepEqual(drawn, [1, 2, 3, 4, 5, 6].map((s) => s % every === 0), 'at a 1 s interval, every third tick');
+  assert.deepEqual(drawn, [1, 2, 3, 4, 5, 6].map((s) => s % every === 0), 'at a 1 s interval, every fifth tick');
   assert.ok(pace.draw(false, t0 + 6500), 'a change that is not small: at once');
   assert.ok(!pace.draw(true, t0 + 7000), 'and the pause starts again from it');
   assert.ok(pace.draw(true, t0 + 1000), 'a clock that went back: drawn');

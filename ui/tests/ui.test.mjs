@@ -5,6 +5,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { clone, hostSample, launch, mutationsDuring, open, push, pushChanges, sample, serve } from './harness.mjs';
+import { loadLib } from './load-ts.mjs';
+
+/** How long small moves wait for the next drawing (src/lib/pace.ts), in the snapshots' time. */
+const { SMALL_MOVES_EVERY_MS: EVERY } = await loadLib('pace');
 
 let browser;
 let srv;
@@ -600,8 +604,8 @@ test('an idle tick (only the clock moved) renders nothing', async () => {
     assert.deepEqual(c, { added: 0, removed: 0, text: 0, attrs: 0, clock: 0 }, `${sel} changed on an idle tick`);
   }
   assert.match(await page.textContent('[data-testid=status]'), /tick 1\b/);
-  // Three seconds after the last drawing the tick is drawn, and still nothing else.
-  for (const [sel, { clock, ...c }] of Object.entries(await mutationsDuring(page, selectors, push1, idle(3, 3)))) {
+  // Once the pause has passed since the last drawing the tick is drawn, and still nothing else.
+  for (const [sel, { clock, ...c }] of Object.entries(await mutationsDuring(page, selectors, push1, idle(3, EVERY / 1000)))) {
     assert.deepEqual(c, { added: 0, removed: 0, text: 0, attrs: 0 }, `${sel} changed on an idle tick`);
     // Only the labels that follow the clock may move: a session's age, one per session row.
     assert.ok(clock <= 2, `${sel}: ${clock} clock labels changed`);
@@ -628,16 +632,16 @@ test('small moves of CPU wait for the next drawing; a step, or any other change,
   await send(3, 2000, { ...p, cpu_percent: 43 });
   assert.equal(await cpu(), '40.0 %', 'moves of a few points wait');
   assert.equal(await tick(), '1');
-  await send(4, 3000, { ...p, cpu_percent: 44 });
-  assert.equal(await cpu(), '44.0 %', 'three seconds on, the last figure is drawn');
+  await send(4, EVERY, { ...p, cpu_percent: 44 });
+  assert.equal(await cpu(), '44.0 %', 'once the pause has passed, the last figure is drawn');
   assert.equal(await tick(), '4');
-  await send(5, 3500, { ...p, cpu_percent: 54 });
+  await send(5, EVERY + 500, { ...p, cpu_percent: 54 });
   assert.equal(await cpu(), '54.0 %', 'a move by a step: at once');
   const moved = { ...p, state: p.state === 'R' ? 'S' : 'R' };
-  await send(6, 4000, { ...moved, cpu_percent: 55 });
+  await send(6, EVERY + 1000, { ...moved, cpu_percent: 55 });
   assert.equal(await cpu(), '55.0 %', 'a small move with a new state: at once');
   assert.equal(await tick(), '6');
-  await send(7, 4500, { ...moved, cpu_percent: 57 });
+  await send(7, EVERY + 1500, { ...moved, cpu_percent: 57 });
   assert.equal(await cpu(), '55.0 %');
   await page.click('[data-testid=pause]');
   assert.equal(await cpu(), '57.0 %', 'paused, the view is the last tick');
@@ -661,9 +665,9 @@ test("a process's CPU chart gains a point at each tick that moves it (its list i
     await pushChanges(page, { seq: 1 + k, base: k, taken_at, processes: { upsert: [{ ...p, cpu_percent: 20 + k }] } });
   }
   // The first move (by a step) is drawn at once, the two small ones wait for the next drawing
-  // (lib/pace.ts): an idle tick three seconds after the first draws them, with their points.
+  // (lib/pace.ts): an idle tick once the pause has passed draws them, with their points.
   assert.equal(await points(), start + 1);
-  await pushChanges(page, { seq: 5, base: 4, taken_at: new Date(Date.parse(s.taken_at) + 4000).toISOString() });
+  await pushChanges(page, { seq: 5, base: 4, taken_at: new Date(Date.parse(s.taken_at) + 1000 + EVERY).toISOString() });
   await page.waitForFunction(([sel, n]) => Number(document.querySelector(sel)?.dataset.points) >= n, [chart, start + 3]);
   assert.equal(await points(), start + 3, 'one point per tick that moved the process');
   assert.ok((await page.textContent('[data-testid=cpu-chart]')).includes('CPU 23.0 %'), 'the detail shows the last figure');

@@ -1,19 +1,20 @@
 // When an update reaches the screen. Anything that changes what the tree says — a process or
 // session come or gone, a state, a finding, an event, a source's state — is drawn with the
 // tick that brings it. What only moves a little — a CPU figure by a few points, memory by a few
-// per cent, the wording of a source's counts, the clock — waits for the next drawing, at most
-// `SMALL_MOVES_EVERY_MS` of the snapshots' own time (top redraws every 3 s for the same
-// reason). At a 1 s interval a quiet tree would otherwise draw every tick for figures that
-// flicker by one clock tick of CPU (0.0 ↔ 1.0 %: a 100 Hz clock over one second), and a drawn
-// frame is most of what the window costs. Nothing is lost while waiting: the view and the
-// history take every tick, and the next drawing shows all of it.
+// per cent, the wording of a source's counts, the clock — waits for the next drawing: the first
+// tick `SMALL_MOVES_EVERY_MS` or more after the last one, by the snapshots' own time (every
+// fifth tick at 1 s; top redraws every 3 s, Activity Monitor every 5 s, for the same reason).
+// At a 1 s interval a quiet tree would otherwise draw every tick for figures that flicker by one
+// clock tick of CPU (0.0 ↔ 1.0 %: a 100 Hz clock over one second), and a drawn frame is most of
+// what the window costs (BENCHMARKS.md). Nothing is lost while waiting: the view and the history
+// take every tick, and the next drawing shows all of it.
 // Pure: no DOM, no IPC.
 import type { Proc } from './bindings/Proc';
 import type { SnapshotChanges } from './bindings/SnapshotChanges';
 import type { SourceStatus } from './bindings/SourceStatus';
 
 /** A small move waits at most this long, by the snapshots' clock, to be drawn. */
-export const SMALL_MOVES_EVERY_MS = 2500;
+export const SMALL_MOVES_EVERY_MS = 4500;
 /** A CPU figure that moves by at least this many points is drawn at once. */
 export const CPU_STEP = 10;
 /** Memory that moves by at least this fraction is drawn at once. */
