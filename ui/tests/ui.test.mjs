@@ -650,6 +650,195 @@ test('small moves of CPU wait for the next drawing; a step, or any other change,
   await page.close();
 });
 
+test('a dropped update asks for a resync and converges to the same window as a fresh start', async () => {
+  const relabel = (s, text) => {
+    const n = clone(s);
+    n.tree[0].children[1].children[0].label = text;
+    return n;
+  };
+  const rowOf = (s) => {
+    const { children, ...node } = s.tree[0].children[1].children[0];
+    return { parent: s.tree[0].children[1].id, node: { ...node, children: [] } };
+  };
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, sample, 1);
+  await page.waitForSelector('[role=treeitem]');
+  const two = relabel(sample, 'after tick two');
+  await pushChanges(page, { seq: 2, base: 1, taken_at: sample.taken_at, tree: { upsert: [rowOf(two)] } });
+  await page.waitForFunction(() => document.querySelector('[data-testid=tree]').textContent.includes('after tick two'));
+  // Tick 3 is lost on the way: tick 4's changes do not follow what the window has.
+  const four = relabel(sample, 'after tick four');
+  await pushChanges(page, { seq: 4, base: 3, taken_at: sample.taken_at, tree: { upsert: [rowOf(four)] } });
+  await page.waitForFunction(() => window.__ipc.calls.some((c) => c.cmd === 'resync'));
+  assert.ok(!(await page.textContent('[data-testid=tree]')).includes('after tick four'), 'changes that do not follow are not applied');
+  await push(page, four, 4);
+  await page.waitForFunction(() => document.querySelector('[data-testid=tree]').textContent.includes('after tick four'));
+  const resynced = await rowText(page);
+  const fresh = await open(browser, srv.url);
+  await push(fresh.page, four, 4);
+  await fresh.page.waitForSelector('[role=treeitem]');
+  assert.deepEqual(resynced, await rowText(fresh.page));
+  assert.deepEqual(errors, []);
+  await fresh.page.close();
+  await page.close();
+});
+
+test('10,000 timeline events: a new one adds its row, the list is never redrawn whole', async () => {
+  const many = clone(sample);
+  const e0 = sample.timeline[0];
+  const start = Date.parse(sample.taken_at) - 600_000;
+  many.timeline = Array.from({ length: 10_000 }, (_, i) => ({ ...e0, at: new Date(start + i * 50).toISOString(), text: `event ${i}` }));
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, many, 1);
+  await page.waitForFunction(() => document.querySelector('[data-testid=timeline]').textContent.includes('event 9999'));
+  const fresh = { ...e0, at: new Date(start + 10_000 * 50).toISOString(), text: 'the newest event' };
+  const counts = await mutationsDuring(
+    page,
+    ['[data-testid=timeline] ul'],
+    (c) => window.__push('subscribe:onUpdate', { type: 'changes', ...c }),
+    { seq: 2, base: 1, taken_at: sample.taken_at, timeline: { drop_front: 1, append: [fresh] } },
+  );
+  const c = counts['[data-testid=timeline] ul'];
+  // One row in at the top, the oldest shown one out at the bottom (500 are listed): nothing else.
+  assert.ok(c.added <= 2 && c.removed <= 2 && c.text <= 2, JSON.stringify(c));
+  const first = await page.textContent('[data-testid=timeline] li:first-child');
+  assert.match(first, /the newest event/);
+  assert.match(await page.textContent('[data-testid=timeline] .head'), /of 10000/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('1,000 findings of one dead server: one group line, one bulk kill, a bounded window', async () => {
+  const big = clone(sample);
+  const f0 = sample.findings[0];
+  big.findings = Array.from({ length: 1000 }, (_, i) => ({
+    ...clone(f0),
+    id: `orphaned-worker:${20000 + i}.1`,
+    kind: 'orphaned-worker',
+    pids: [20000 + i],
+    evidence: [`worker ${20000 + i} names its owner with --mcp-owner-pid=24633`],
+  }));
+  big.groups = [
+    {
+      key: 'orphaned-worker@24633',
+      kind: 'orphaned-worker',
+      severity: 'critical',
+      server_pid: 24633,
+      title: '1,000 orphaned workers of gone server 24633',
+      findings: big.findings.map((f) => f.id),
+      pids: 1000,
+      killable: true,
+    },
+  ];
+  const targets = big.findings.map((f) => ({ ...clone(f0.plan.targets[0]), pid: f.pids[0], role: 'worker', via: 'target' }));
+  const progress = targets.flatMap((t) => [
+    { step: 'signalled', pid: t.pid, signal: 'SIGTERM' },
+    { step: 'done', pid: t.pid, role: 'worker', outcome: { outcome: 'exited' } },
+  ]);
+  const { page, errors } = await open(browser, srv.url, {
+    plan_kill: { id: 9, plan: { targets, refused: [], grace_ms: 1000 } },
+    execute_kill: { progress, report: { outcomes: targets.map((t) => ({ pid: t.pid, role: 'worker', outcome: { outcome: 'exited' } })) } },
+  });
+  const t0 = Date.now();
+  await push(page, big, 1);
+  await page.waitForSelector('[data-testid=finding-group]');
+  const ms = Date.now() - t0;
+  console.log(`1,000 findings: first render ${ms} ms (one group line)`);
+  assert.ok(ms < 2000, `1,000 findings took ${ms} ms to render`);
+  assert.equal(await page.locator('[data-testid=finding-group]').count(), 1);
+  assert.match(await page.textContent('[data-testid=group-title]'), /^1,000 orphaned workers of gone server 24633$/);
+  assert.equal(await page.locator('.detail .finding').count(), 0, 'no card per finding');
+  // Opened, only the rows in view are in the DOM.
+  await page.click('[data-testid=group-open]');
+  const members = await page.locator('[data-testid=group-members] .member').count();
+  assert.ok(members > 0 && members < 30, `${members} member rows in the DOM`);
+  await page.click('[data-testid=group-members] .member >> nth=0');
+  await page.waitForSelector('.detail .finding');
+  // One bulk kill: one plan for the group's ids, every pid in the preview, one confirmation.
+  await page.click('[data-testid=group-kill]');
+  await page.waitForSelector('[data-testid=kill-dialog]');
+  const call = await page.evaluate(() => window.__ipc.calls.find((c) => c.cmd === 'plan_kill'));
+  assert.equal(call.args.request.type, 'findings');
+  assert.equal(call.args.request.ids.length, 1000);
+  assert.match(await page.textContent('[data-testid=kill-dialog] h2'), /Kill 1,000 orphaned workers of gone server 24633/);
+  assert.equal(await page.locator('[data-testid=kill-dialog] tbody tr').count(), 1000, 'every pid is previewed');
+  assert.match(await page.textContent('[data-testid=kill-confirm]'), /Kill 1000 processes/);
+  await page.click('[data-testid=kill-confirm]');
+  await page.waitForSelector('[data-testid=kill-summary]');
+  assert.match(await page.textContent('[data-testid=kill-summary]'), /1000 of 1000 gone\./);
+  assert.match(await page.textContent('[data-testid=kill-counts]'), /1000 signal\(s\) sent · 1000 of 1000/);
+  assert.ok((await page.locator('[data-testid=kill-progress] li').count()) <= 12);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('columns: CPU % and RSS on every process row, sort by a header or htop keys, top mode, the help overlay', async () => {
+  const s = clone(sample);
+  // Make CPU and RSS tell processes apart.
+  s.processes.forEach((p, i) => {
+    p.cpu_percent = [3, 55, 0, 0, 12, 90, 1][i % 7];
+    p.rss_bytes = (i + 1) * 10 * 1024 * 1024;
+  });
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, s, 1);
+  await page.waitForSelector('[role=treeitem]');
+  const procRows = await page.$$eval('[role=treeitem]', (rows) =>
+    rows.filter((r) => r.querySelector('.pid')).map((r) => [Number(r.querySelector('.pid').textContent), r.querySelector('[data-col=cpu]').textContent]),
+  );
+  assert.ok(procRows.length >= 5 && procRows.every(([, c]) => /\d+\.\d %/.test(c)), JSON.stringify(procRows));
+  // Top: P (as htop), a flat list by CPU, highest first.
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('P');
+  await page.waitForFunction(() => document.querySelector('[data-testid=sort-cpu]').textContent.includes('▼'));
+  const cpus = await page.$$eval('[role=treeitem] [data-col=cpu]', (c) => c.map((x) => parseFloat(x.textContent)));
+  assert.deepEqual(cpus, [...cpus].sort((a, b) => b - a), `flat, by CPU: ${cpus}`);
+  assert.equal(await page.locator('[role=treeitem][aria-level="2"]').count(), 0, 'a flat list');
+  // The RSS header sorts by memory; t goes back to the tree.
+  await page.click('[data-testid=sort-rss]');
+  const rss = await page.$$eval('[role=treeitem] .pid', (c) => c.map((x) => Number(x.textContent)));
+  const byRss = [...s.processes].filter((p) => rss.includes(p.pid)).sort((a, b) => b.rss_bytes - a.rss_bytes).map((p) => p.pid);
+  assert.deepEqual(rss, byRss);
+  await page.focus('[data-testid=tree]');
+  await page.keyboard.press('t');
+  await page.waitForSelector('[role=treeitem][aria-level="2"]');
+  // ? shows every shortcut; Escape closes it; typing ? in the filter does not open it.
+  await page.keyboard.press('?');
+  await page.waitForSelector('[data-testid=help-overlay]');
+  const help = await page.textContent('[data-testid=help-overlay]');
+  for (const k of ['Shift+Delete', '/ or F3', 'P', 'M', 't or F5', '▲ critical']) assert.ok(help.includes(k), `${k} in the help`);
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('[data-testid=help-overlay]', { state: 'detached' });
+  await page.fill('[data-testid=filter]', 'what?');
+  assert.equal(await page.locator('[data-testid=help-overlay]').count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the timeline strip: brushing a stretch filters the event list, and the chip clears it', async () => {
+  const s = clone(sample);
+  const e0 = sample.timeline[0];
+  const end = Date.parse(s.taken_at);
+  // One event every 10 s over ten minutes.
+  s.timeline = Array.from({ length: 60 }, (_, i) => ({ ...e0, at: new Date(end - (59 - i) * 10_000).toISOString(), text: `tick event ${i}` }));
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, s, 1);
+  await page.waitForSelector('[data-testid=timeline] .strip .u-over');
+  assert.match(await page.textContent('[data-testid=timeline] .head'), /60 shown of 60/);
+  const box = await page.locator('[data-testid=timeline] .strip .u-over').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.95, box.y + box.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForSelector('[data-testid=timeline-span]');
+  const shownText = await page.textContent('[data-testid=timeline] .head');
+  const n = Number(/(\d+) shown of 60/.exec(shownText)?.[1]);
+  assert.ok(n > 0 && n < 30, shownText);
+  await page.click('[data-testid=timeline-span]');
+  await page.waitForFunction(() => /60 shown of 60/.test(document.querySelector('[data-testid=timeline] .head').textContent));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("a process's CPU chart gains a point at each tick that moves it (its list is changed in place)", async () => {
   const s = clone(sample);
   const p = s.processes.find((x) => x.role === 'worker') ?? s.processes[0];
