@@ -637,15 +637,20 @@ test('small moves of CPU wait for the next drawing; a step, or any other change,
   assert.equal(await tick(), '4');
   await send(5, EVERY + 500, { ...p, cpu_percent: 54 });
   assert.equal(await cpu(), '54.0 %', 'a move by a step: at once');
+  // A climb of 8 points a tick: the first waits, the second is 16 from what is drawn.
+  await send(6, EVERY + 600, { ...p, cpu_percent: 62 });
+  assert.equal(await cpu(), '54.0 %');
+  await send(7, EVERY + 700, { ...p, cpu_percent: 70 });
+  assert.equal(await cpu(), '70.0 %', 'small moves that add up to a step: at once');
   const moved = { ...p, state: p.state === 'R' ? 'S' : 'R' };
-  await send(6, EVERY + 1000, { ...moved, cpu_percent: 55 });
-  assert.equal(await cpu(), '55.0 %', 'a small move with a new state: at once');
-  assert.equal(await tick(), '6');
-  await send(7, EVERY + 1500, { ...moved, cpu_percent: 57 });
-  assert.equal(await cpu(), '55.0 %');
+  await send(8, EVERY + 1000, { ...moved, cpu_percent: 71 });
+  assert.equal(await cpu(), '71.0 %', 'a small move with a new state: at once');
+  assert.equal(await tick(), '8');
+  await send(9, EVERY + 1500, { ...moved, cpu_percent: 73 });
+  assert.equal(await cpu(), '71.0 %');
   await page.click('[data-testid=pause]');
-  assert.equal(await cpu(), '57.0 %', 'paused, the view is the last tick');
-  assert.equal(await tick(), '7');
+  assert.equal(await cpu(), '73.0 %', 'paused, the view is the last tick');
+  assert.equal(await tick(), '9');
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -835,6 +840,28 @@ test('the timeline strip: brushing a stretch filters the event list, and the chi
   assert.ok(n > 0 && n < 30, shownText);
   await page.click('[data-testid=timeline-span]');
   await page.waitForFunction(() => /60 shown of 60/.test(document.querySelector('[data-testid=timeline] .head').textContent));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('what waits is drawn when a row is selected or the sampling fails', async () => {
+  const s = clone(sample);
+  const p = s.processes.find((x) => x.role === 'worker') ?? s.processes[0];
+  p.cpu_percent = 40;
+  const { page, errors } = await open(browser, srv.url);
+  await push(page, s, 1);
+  const row = `[data-id="proc:${p.pid}.${p.start_ticks}"]`;
+  const cpu = async () => (await page.textContent(`${row} [data-col=cpu]`)).trim();
+  await page.waitForSelector(row);
+  const at = (ms) => new Date(Date.parse(s.taken_at) + ms).toISOString();
+  await pushChanges(page, { seq: 2, base: 1, taken_at: at(1000), processes: { upsert: [{ ...p, cpu_percent: 41 }] } });
+  assert.equal(await cpu(), '40.0 %');
+  await page.click(row);
+  assert.equal(await cpu(), '41.0 %', 'selected: the rows and the detail show one tick');
+  await pushChanges(page, { seq: 3, base: 2, taken_at: at(2000), processes: { upsert: [{ ...p, cpu_percent: 42 }] } });
+  assert.equal(await cpu(), '41.0 %');
+  await page.evaluate(() => window.__push('subscribe:onError', 'the process table cannot be read'));
+  assert.equal(await cpu(), '42.0 %', 'no next tick is coming: drawn now');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -1,38 +1,52 @@
 // When an update reaches the screen. Anything that changes what the tree says — a process or
 // session come or gone, a state, a finding, an event, a source's state — is drawn with the
 // tick that brings it. What only moves a little — a CPU figure by a few points, memory by a few
-// per cent, the wording of a source's counts, the clock — waits for the next drawing: the first
-// tick `SMALL_MOVES_EVERY_MS` or more after the last one, by the snapshots' own time (every
-// fifth tick at 1 s; top redraws every 3 s, Activity Monitor every 5 s, for the same reason).
+// per cent (from what is drawn), the wording of an ok source's counts, the clock — waits for the
+// next drawing: the first tick `SMALL_MOVES_EVERY_MS` or more after the last one, by the
+// snapshots' own time (every fifth tick at 1 s; top redraws every 3 s, Activity Monitor every
+// 5 s, for the same reason), or sooner when the stream stops (App.svelte draws on a pause, a
+// sampling error, a target that is not live, a selection).
 // At a 1 s interval a quiet tree would otherwise draw every tick for figures that flicker by one
 // clock tick of CPU (0.0 ↔ 1.0 %: a 100 Hz clock over one second), and a drawn frame is most of
 // what the window costs (BENCHMARKS.md). Nothing is lost while waiting: the view and the history
-// take every tick, and the next drawing shows all of it.
+// take every tick, and the next drawing shows all of it. (The processes' list is the view's,
+// changed in place: a row drawn again meanwhile for its own reason — scrolled into view — shows
+// its latest figures.)
 // Pure: no DOM, no IPC.
 import type { Proc } from './bindings/Proc';
 import type { SnapshotChanges } from './bindings/SnapshotChanges';
 import type { SourceStatus } from './bindings/SourceStatus';
+import { procKey } from './delta';
 
-/** A small move waits at most this long, by the snapshots' clock, to be drawn. */
+/** A small move is drawn at the first tick this long or more (by the snapshots' clock) after
+ * the last drawing. */
 export const SMALL_MOVES_EVERY_MS = 4500;
-/** A CPU figure that moves by at least this many points is drawn at once. */
+/** A CPU figure that moves by at least this many points from what is drawn is drawn at once. */
 export const CPU_STEP = 10;
-/** Memory that moves by at least this fraction is drawn at once. */
+/** Memory that moves by at least this fraction of what is drawn is drawn at once. */
 export const RSS_STEP = 0.1;
 
-/** What a message changes, against what the view holds before it. */
+/** What a message is weighed against. */
 export interface Before {
-  /** The process the view holds under `p`'s identity, if any. */
+  /** The process under `p`'s identity as the screen shows it (its figures as last drawn), if
+   * the view holds it. */
   proc(p: Proc): Proc | undefined;
+  /** The sources as the view holds them. */
   sources: SourceStatus[];
 }
 
-/** Whether `c` only moves figures a little: no list but the processes' and the sources'
- * changes, no event; each changed process only in CPU and memory, and by less than a step;
- * each source only in its wording. */
+/** The parts of a message a small move may carry; any other part, present, is drawn at once
+ * (a part added to the protocol later included). */
+const SMALL_PARTS = new Set(['type', 'seq', 'base', 'taken_at', 'events', 'processes', 'sources']);
+
+/** Whether `c` only moves figures a little: no part but the processes and the sources, no
+ * event; each changed process only in CPU and memory, each by less than a step from what is
+ * drawn; each source only in the wording of one that is ok (a failing source's words are on
+ * screen). */
 export function onlySmallMoves(c: SnapshotChanges, before: Before): boolean {
-  const others = [c.head, c.servers, c.http_sessions, c.debug_sessions, c.tree, c.findings, c.groups, c.timeline, c.log_excerpts, c.environment];
-  if (others.some((x) => x !== undefined) || (c.events ?? []).length > 0) return false;
+  const parts = c as unknown as Record<string, unknown>;
+  if (Object.keys(parts).some((k) => parts[k] !== undefined && !SMALL_PARTS.has(k))) return false;
+  if ((c.events ?? []).length > 0) return false;
   if (c.sources && !sameStates(before.sources, c.sources)) return false;
   const p = c.processes;
   if (!p) return true;
@@ -41,6 +55,33 @@ export function onlySmallMoves(c: SnapshotChanges, before: Before): boolean {
     const was = before.proc(next);
     return was !== undefined && smallMove(was, next);
   });
+}
+
+/** The processes whose small moves wait, as the screen shows them: measured from these, moves
+ * that wait add up to a step and are drawn (a CPU climbing 9 points a tick is drawn at its
+ * second tick, not after the pause). */
+export class Drawn {
+  private held = new Map<string, Proc>();
+
+  /** `p`'s identity as the screen shows it: as held when a move of it waits, else `current`. */
+  proc(p: Proc, current: Proc | undefined): Proc | undefined {
+    return this.held.get(procKey(p)) ?? current;
+  }
+
+  /** The moves of `upserts` wait: each process is kept as `current` gives it now (before the
+   * message), unless a move of it already waits. */
+  hold(upserts: Proc[], current: (p: Proc) => Proc | undefined) {
+    for (const p of upserts) {
+      const key = procKey(p);
+      const was = this.held.has(key) ? undefined : current(p);
+      if (was) this.held.set(key, was);
+    }
+  }
+
+  /** The screen was drawn: it shows every process as the view holds it. */
+  clear() {
+    this.held.clear();
+  }
 }
 
 /** `next` is `was` but for CPU and memory, each moved by less than its step. */
@@ -52,8 +93,12 @@ export function smallMove(was: Proc, next: Proc): boolean {
 
 const FIGURES = new Set(['cpu_percent', 'rss_bytes']);
 
+/** The same sources in the same states, the words changed only where the source is ok (the
+ * status bar shows an ok source's words only on hover, a failing one's on screen). */
 function sameStates(a: SourceStatus[], b: SourceStatus[]): boolean {
-  return a.length === b.length && a.every((x, i) => x.source === b[i].source && x.server_pid === b[i].server_pid && x.state === b[i].state);
+  const same = (x: SourceStatus, y: SourceStatus) =>
+    x.source === y.source && x.server_pid === y.server_pid && x.state === y.state && (x.state === 'ok' || x.detail === y.detail);
+  return a.length === b.length && a.every((x, i) => same(x, b[i]));
 }
 
 /** Equal in every field but `skip` (an absent field and an undefined one are the same). */
