@@ -616,18 +616,27 @@ test('an idle tick (only the clock moved) renders nothing', async () => {
   await page.close();
 });
 
-test('small moves of CPU wait for the next drawing; a step, or any other change, is drawn at once', async () => {
+/**
+ * The sample with its worker at 40 % CPU, in a page: the worker, its row, its CPU cell's text,
+ * and `send(seq, ms, proc)` — a tick `ms` after the sample moving `proc`.
+ */
+async function workerAt40() {
   const s = clone(sample);
   const p = s.processes.find((x) => x.role === 'worker') ?? s.processes[0];
   p.cpu_percent = 40;
   const { page, errors } = await open(browser, srv.url);
   await push(page, s, 1);
-  const cell = `[data-id="proc:${p.pid}.${p.start_ticks}"] [data-col=cpu]`;
-  await page.waitForSelector(cell);
-  const cpu = async () => (await page.textContent(cell)).trim();
-  const tick = async () => (await page.textContent('[data-testid=status]')).match(/tick (\d+)/)?.[1];
+  const row = `[data-id="proc:${p.pid}.${p.start_ticks}"]`;
+  await page.waitForSelector(row);
+  const cpu = async () => (await page.textContent(`${row} [data-col=cpu]`)).trim();
   const at = (ms) => new Date(Date.parse(s.taken_at) + ms).toISOString();
   const send = (seq, ms, proc) => pushChanges(page, { seq, base: seq - 1, taken_at: at(ms), processes: { upsert: [proc] } });
+  return { page, errors, p, row, cpu, send };
+}
+
+test('small moves of CPU wait for the next drawing; a step, or any other change, is drawn at once', async () => {
+  const { page, errors, p, cpu, send } = await workerAt40();
+  const tick = async () => (await page.textContent('[data-testid=status]')).match(/tick (\d+)/)?.[1];
   await send(2, 1000, { ...p, cpu_percent: 41 });
   await send(3, 2000, { ...p, cpu_percent: 43 });
   assert.equal(await cpu(), '40.0 %', 'moves of a few points wait');
@@ -845,20 +854,12 @@ test('the timeline strip: brushing a stretch filters the event list, and the chi
 });
 
 test('what waits is drawn when a row is selected or the sampling fails', async () => {
-  const s = clone(sample);
-  const p = s.processes.find((x) => x.role === 'worker') ?? s.processes[0];
-  p.cpu_percent = 40;
-  const { page, errors } = await open(browser, srv.url);
-  await push(page, s, 1);
-  const row = `[data-id="proc:${p.pid}.${p.start_ticks}"]`;
-  const cpu = async () => (await page.textContent(`${row} [data-col=cpu]`)).trim();
-  await page.waitForSelector(row);
-  const at = (ms) => new Date(Date.parse(s.taken_at) + ms).toISOString();
-  await pushChanges(page, { seq: 2, base: 1, taken_at: at(1000), processes: { upsert: [{ ...p, cpu_percent: 41 }] } });
+  const { page, errors, p, row, cpu, send } = await workerAt40();
+  await send(2, 1000, { ...p, cpu_percent: 41 });
   assert.equal(await cpu(), '40.0 %');
   await page.click(row);
   assert.equal(await cpu(), '41.0 %', 'selected: the rows and the detail show one tick');
-  await pushChanges(page, { seq: 3, base: 2, taken_at: at(2000), processes: { upsert: [{ ...p, cpu_percent: 42 }] } });
+  await send(3, 2000, { ...p, cpu_percent: 42 });
   assert.equal(await cpu(), '41.0 %');
   await page.evaluate(() => window.__push('subscribe:onError', 'the process table cannot be read'));
   assert.equal(await cpu(), '42.0 %', 'no next tick is coming: drawn now');
