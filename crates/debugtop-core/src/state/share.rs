@@ -30,8 +30,25 @@ impl<K, T> Default for Interned<K, T> {
 
 impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
     /// `now`, each element the last step's allocation where it is equal; forgets the rest.
+    /// An element equal to last step's is compared where it was built and dropped there: only
+    /// a new or changed one is moved into an allocation of its own (at 5,000 orphans, boxing
+    /// every process a tick to drop all but a few was half the memory a tick touched anew).
     pub fn share(&mut self, now: Vec<T>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
-        self.share_built(now.into_iter().map(Arc::new).collect(), key)
+        let mut next = HashMap::with_capacity_and_hasher(now.len(), Default::default());
+        let out: Vec<Arc<T>> = now
+            .into_iter()
+            .map(|x| {
+                let k = key(&x);
+                let shared = match self.by_key.remove(&k) {
+                    Some(old) if *old == x => old,
+                    _ => Arc::new(x),
+                };
+                next.insert(k, Arc::clone(&shared));
+                shared
+            })
+            .collect();
+        self.keep(next, &out);
+        out
     }
 
     /// As [`Interned::share`], for elements built this step already behind an `Arc`. A list
@@ -59,6 +76,12 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
                 shared
             })
             .collect();
+        self.keep(next, &out);
+        out
+    }
+
+    /// `out` and its elements by key, for the next step.
+    fn keep(&mut self, next: HashMap<K, Arc<T>>, out: &[Arc<T>]) {
         self.by_key = next;
         // Two elements of one key: the map holds only the last, so the addresses would not
         // all stay alive — no list to compare with next step.
@@ -67,7 +90,6 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
         } else {
             Vec::new()
         };
-        out
     }
 }
 
