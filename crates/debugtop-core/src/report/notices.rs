@@ -3,6 +3,7 @@
 //! tested without a window.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -21,10 +22,12 @@ pub struct Notice {
 }
 
 /// What one feed (this machine or a target) has notified: last update's critical findings
-/// (none before the first update), and when each group of several was last notified.
+/// (none before the first update) and its findings as they came, and when each group of
+/// several was last notified.
 #[derive(Debug, Default)]
 pub struct Notices {
     critical: Option<BTreeSet<FindingId>>,
+    last: Vec<Arc<Finding>>,
     groups: HashMap<String, DateTime<Utc>>,
 }
 
@@ -35,20 +38,32 @@ impl Notices {
     /// a thousand orphans of one dead server appearing over a few ticks are one notification.
     /// `on` names a remote target.
     pub fn next(&mut self, snap: &Snapshot, enabled: bool, on: Option<&Target>) -> Vec<Notice> {
+        // The very findings of last update (the engine keeps what did not change): nothing is
+        // news, and 5,000 ids are not gathered again to say so.
+        let same = snap.findings.len() == self.last.len()
+            && snap
+                .findings
+                .iter()
+                .zip(&self.last)
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+        if same && self.critical.is_some() {
+            return Vec::new();
+        }
+        self.last.clone_from(&snap.findings);
         let critical: BTreeSet<FindingId> = snap
             .findings
             .iter()
             .filter(|f| f.severity == Severity::Critical)
             .map(|f| f.id.clone())
             .collect();
-        let before = self.critical.replace(critical.clone());
+        let before = self.critical.replace(critical);
         let (Some(before), true) = (before, enabled) else {
             return Vec::new();
         };
         let new: Vec<&Finding> = snap
             .findings
             .iter()
-            .filter(|f| critical.contains(&f.id) && !before.contains(&f.id))
+            .filter(|f| f.severity == Severity::Critical && !before.contains(&f.id))
             .map(|f| &**f)
             .collect();
         let mut out = Vec::new();
@@ -159,5 +174,24 @@ mod tests {
         let on = n.next(&snap(3, &[300, 301]), true, Some(&t));
         assert_eq!(on.len(), 1);
         assert!(on[0].title.ends_with(" on ssh:dev@box"), "{on:?}");
+    }
+
+    #[test]
+    fn the_same_findings_again_are_no_news_and_a_first_empty_look_still_counts() {
+        let mut n = Notices::default();
+        // The first look has no findings, and the next is the very same list: the first look
+        // is still what later ones are news against.
+        let empty = snap(0, &[]);
+        assert!(n.next(&empty, true, None).is_empty());
+        assert!(n.next(&empty, true, None).is_empty());
+        let one = snap(1, &[300]);
+        assert_eq!(n.next(&one, true, None).len(), 1, "300 is news");
+        // The very same findings (the engine shares what did not change), and equal ones
+        // built again: no news either way.
+        assert!(n.next(&one, true, None).is_empty());
+        assert!(n.next(&snap(2, &[300]), true, None).is_empty());
+        // A finding that went and came back is news again, as before.
+        assert!(n.next(&snap(3, &[]), true, None).is_empty());
+        assert_eq!(n.next(&snap(4, &[300]), true, None).len(), 1);
     }
 }
