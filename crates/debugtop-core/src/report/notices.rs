@@ -190,8 +190,11 @@ mod tests {
         // built again: no news either way.
         assert!(n.next(&one, true, None).is_empty());
         assert!(n.next(&snap(2, &[300]), true, None).is_empty());
+        // As many findings, another one among them: news (the list is compared by its very
+        // allocations, not by its length).
+        assert_eq!(n.next(&snap(3, &[301]), true, None).len(), 1, "301 is news");
         // A finding that went and came back is news again, as before.
-        assert!(n.next(&snap(3, &[]), true, None).is_empty());
-        assert_eq!(n.next(&snap(4, &[300]), true, None).len(), 1);
+        assert!(n.next(&snap(4, &[]), true, None).is_empty());
+        assert_eq!(n.next(&snap(5, &[300]), true, None).len(), 1);
     }
 }

@@ -34,21 +34,7 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
     /// a new or changed one is moved into an allocation of its own (at 5,000 orphans, boxing
     /// every process a tick to drop all but a few was half the memory a tick touched anew).
     pub fn share(&mut self, now: Vec<T>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
-        let mut next = HashMap::with_capacity_and_hasher(now.len(), Default::default());
-        let out: Vec<Arc<T>> = now
-            .into_iter()
-            .map(|x| {
-                let k = key(&x);
-                let shared = match self.by_key.remove(&k) {
-                    Some(old) if *old == x => old,
-                    _ => Arc::new(x),
-                };
-                next.insert(k, Arc::clone(&shared));
-                shared
-            })
-            .collect();
-        self.keep(next, &out);
-        out
+        self.rebuild(now, key, |old, x| **old == *x, Arc::new)
     }
 
     /// As [`Interned::share`], for elements built this step already behind an `Arc`. A list
@@ -63,14 +49,31 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
         if unchanged {
             return now;
         }
+        self.rebuild(
+            now,
+            |x: &Arc<T>| key(x.as_ref()),
+            |old, x| Arc::ptr_eq(old, x) || **old == **x,
+            |x| x,
+        )
+    }
+
+    /// `now` matched with last step's elements by key: last step's where `same` says so, else
+    /// `boxed(x)`; kept for the next step.
+    fn rebuild<X>(
+        &mut self,
+        now: Vec<X>,
+        key: impl Fn(&X) -> K,
+        same: impl Fn(&Arc<T>, &X) -> bool,
+        boxed: impl Fn(X) -> Arc<T>,
+    ) -> Vec<Arc<T>> {
         let mut next = HashMap::with_capacity_and_hasher(now.len(), Default::default());
         let out: Vec<Arc<T>> = now
             .into_iter()
             .map(|x| {
                 let k = key(&x);
                 let shared = match self.by_key.remove(&k) {
-                    Some(old) if Arc::ptr_eq(&old, &x) || *old == *x => old,
-                    _ => x,
+                    Some(old) if same(&old, &x) => old,
+                    _ => boxed(x),
                 };
                 next.insert(k, Arc::clone(&shared));
                 shared
