@@ -2,7 +2,7 @@
 //! what each notification says. The app shows them; the policy is here so that it is one, and
 //! tested without a window.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
@@ -21,13 +21,11 @@ pub struct Notice {
     pub body: String,
 }
 
-/// What one feed (this machine or a target) has notified: last update's critical findings
-/// (none before the first update) and its findings as they came, and when each group of
-/// several was last notified.
+/// What one feed (this machine or a target) has notified: last update's findings, as they
+/// came (none before the first update), and when each group of several was last notified.
 #[derive(Debug, Default)]
 pub struct Notices {
-    critical: Option<BTreeSet<FindingId>>,
-    last: Vec<Arc<Finding>>,
+    last: Option<Vec<Arc<Finding>>>,
     groups: HashMap<String, DateTime<Utc>>,
 }
 
@@ -39,27 +37,28 @@ impl Notices {
     /// `on` names a remote target.
     pub fn next(&mut self, snap: &Snapshot, enabled: bool, on: Option<&Target>) -> Vec<Notice> {
         // The very findings of last update (the engine keeps what did not change): nothing is
-        // news, and 5,000 ids are not gathered again to say so.
-        let same = snap.findings.len() == self.last.len()
-            && snap
-                .findings
-                .iter()
-                .zip(&self.last)
-                .all(|(a, b)| Arc::ptr_eq(a, b));
-        if same && self.critical.is_some() {
+        // news, and no id is gathered to say so.
+        let same = |last: &Vec<Arc<Finding>>| {
+            last.len() == snap.findings.len()
+                && last
+                    .iter()
+                    .zip(&snap.findings)
+                    .all(|(a, b)| Arc::ptr_eq(a, b))
+        };
+        if self.last.as_ref().is_some_and(same) {
             return Vec::new();
         }
-        self.last.clone_from(&snap.findings);
-        let critical: BTreeSet<FindingId> = snap
-            .findings
-            .iter()
-            .filter(|f| f.severity == Severity::Critical)
-            .map(|f| f.id.clone())
-            .collect();
-        let before = self.critical.replace(critical);
-        let (Some(before), true) = (before, enabled) else {
+        let Some(last) = self.last.replace(snap.findings.clone()) else {
             return Vec::new();
         };
+        if !enabled {
+            return Vec::new();
+        }
+        let before: HashSet<&FindingId> = last
+            .iter()
+            .filter(|f| f.severity == Severity::Critical)
+            .map(|f| &f.id)
+            .collect();
         let new: Vec<&Finding> = snap
             .findings
             .iter()
