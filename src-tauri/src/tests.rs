@@ -225,9 +225,10 @@ fn a_tick_error_standing_when_the_window_subscribes_is_told_at_once() {
     let t = TestApp::with_settings(Some(r#"{"interval_ms":60000}"#));
     t.first_snapshot();
     let st = t.state();
-    // No tick after this one may clear the error before the window subscribes: under a loaded
-    // CI a second update landed after the error was set and cleared it (the test failed in a
-    // fresh clone's run). The sampler stops; a forwarding pass already under way ends first.
+    // No tick after this one may clear the error before the window subscribes: on a loaded CI
+    // machine another test's watched process exited, its exit-triggered tick landed after the
+    // error was set and cleared it (the test failed in a fresh clone's run). The sampler stops;
+    // a forwarding pass already under way ends first.
     st.stop_sampler();
     std::thread::sleep(Duration::from_millis(300));
     st.tick_error

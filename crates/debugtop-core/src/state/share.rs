@@ -79,12 +79,6 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
                 shared
             })
             .collect();
-        self.keep(next, &out);
-        out
-    }
-
-    /// `out` and its elements by key, for the next step.
-    fn keep(&mut self, next: HashMap<K, Arc<T>>, out: &[Arc<T>]) {
         self.by_key = next;
         // Two elements of one key: the map holds only the last, so the addresses would not
         // all stay alive — no list to compare with next step.
@@ -93,6 +87,7 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
         } else {
             Vec::new()
         };
+        out
     }
 }
 
