@@ -15,15 +15,16 @@ use crate::model::{Counterparts, TreeNode};
 #[derive(Debug)]
 pub struct Interned<K, T> {
     by_key: HashMap<K, Arc<T>>,
-    /// Last step's list, as addresses: compared only, and alive while `by_key` holds them.
-    order: Vec<usize>,
+    /// Last step's list, as addresses: compared only, and alive while `by_key` holds them;
+    /// `None` when it had a key twice (the map holds only the last of them).
+    order: Option<Vec<usize>>,
 }
 
 impl<K, T> Default for Interned<K, T> {
     fn default() -> Self {
         Self {
             by_key: HashMap::default(),
-            order: Vec::new(),
+            order: None,
         }
     }
 }
@@ -40,13 +41,8 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
     /// As [`Interned::share`], for elements built this step already behind an `Arc`. A list
     /// that is last step's very allocations in the same order (memoised sessions and findings
     /// that did not change) is given back as it is, no key made.
-    pub fn share_built(&mut self, now: Vec<Arc<T>>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
-        let unchanged = now.len() == self.order.len()
-            && now
-                .iter()
-                .zip(&self.order)
-                .all(|(x, at)| Arc::as_ptr(x) as usize == *at);
-        if unchanged {
+    pub fn share_built(&mut self, mut now: Vec<Arc<T>>, key: impl Fn(&T) -> K) -> Vec<Arc<T>> {
+        if self.renew_in_place(&mut now, &key) {
             return now;
         }
         self.rebuild(
@@ -55,6 +51,41 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
             |old, x| Arc::ptr_eq(old, x) || **old == **x,
             |x| x,
         )
+    }
+
+    /// Whether `now` holds last step's keys in last step's places; if so, each allocation
+    /// that is not last step's is made last step's where equal, else remembered in its place.
+    /// A list where a few elements were built anew (a live server's two sessions beside a gone
+    /// server's 5,000 memoised ones) is shared without a key made for the rest. `false`, and
+    /// `now` as it was, when a key came, went or moved.
+    fn renew_in_place(&mut self, now: &mut [Arc<T>], key: &impl Fn(&T) -> K) -> bool {
+        let Some(order) = self.order.as_mut().filter(|o| o.len() == now.len()) else {
+            return false;
+        };
+        let renewed: Vec<usize> = (0..now.len())
+            .filter(|&i| Arc::as_ptr(&now[i]) as usize != order[i])
+            .collect();
+        // The same key in the same place: the map's element for the new one's key is the one
+        // that stood there (each address is one key's: the list had no key twice).
+        let in_place = |i: usize| {
+            self.by_key
+                .get(&key(&now[i]))
+                .is_some_and(|old| Arc::as_ptr(old) as usize == order[i])
+        };
+        if !renewed.iter().all(|&i| in_place(i)) {
+            return false;
+        }
+        for i in renewed {
+            let k = key(&now[i]);
+            match self.by_key.get(&k) {
+                Some(old) if **old == *now[i] => now[i] = Arc::clone(old),
+                _ => {
+                    order[i] = Arc::as_ptr(&now[i]) as usize;
+                    self.by_key.insert(k, Arc::clone(&now[i]));
+                }
+            }
+        }
+        true
     }
 
     /// `now` matched with last step's elements by key: last step's where `same` says so, else
@@ -82,11 +113,8 @@ impl<K: Hash + Eq, T: PartialEq> Interned<K, T> {
         self.by_key = next;
         // Two elements of one key: the map holds only the last, so the addresses would not
         // all stay alive — no list to compare with next step.
-        self.order = if self.by_key.len() == out.len() {
-            out.iter().map(|x| Arc::as_ptr(x) as usize).collect()
-        } else {
-            Vec::new()
-        };
+        self.order = (self.by_key.len() == out.len())
+            .then(|| out.iter().map(|x| Arc::as_ptr(x) as usize).collect());
         out
     }
 }
@@ -109,30 +137,29 @@ fn node(old: Option<&Arc<TreeNode>>, mut n: Arc<TreeNode>) -> Arc<TreeNode> {
     if old.is_some_and(|o| Arc::ptr_eq(o, &n)) {
         return n;
     }
+    // Its children last step's very allocations, in their places (a gone server's node built
+    // anew over thousands of memoised sessions): nothing below it to share.
+    if let Some(o) = old.filter(|o| same_allocations(&o.children, &n.children)) {
+        return if o.same_row(&n) { Arc::clone(o) } else { n };
+    }
     let last_children = old.map_or(&[][..], |o| &o.children[..]);
     // `n` may be held elsewhere too (a memo of last step's sessions): its children are shared
     // through a copy of their `Arc`s, and the node itself copied only when one of them changed.
     let shared = tree(last_children, n.children.clone());
     if let Some(o) = old {
-        if o.children.len() == shared.len()
-            && o.children
-                .iter()
-                .zip(&shared)
-                .all(|(a, b)| Arc::ptr_eq(a, b))
-            && o.same_row(&n)
-        {
+        if same_allocations(&o.children, &shared) && o.same_row(&n) {
             return Arc::clone(o);
         }
     }
-    if !n
-        .children
-        .iter()
-        .zip(&shared)
-        .all(|(a, b)| Arc::ptr_eq(a, b))
-    {
+    if !same_allocations(&n.children, &shared) {
         Arc::make_mut(&mut n).children = shared;
     }
     n
+}
+
+/// The same allocations in the same places.
+fn same_allocations<T>(a: &[Arc<T>], b: &[Arc<T>]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
 }
 
 #[cfg(test)]
@@ -178,7 +205,7 @@ mod tests {
         assert_eq!(*next[1], (2, "c"));
         // Two elements of one key: shared by value, never compared by address next time.
         let twice = i.share(vec![(1, "a"), (1, "x")], key);
-        assert!(i.order.is_empty());
+        assert!(i.order.is_none());
         let after = i.share_built(twice.clone(), counted);
         assert_eq!(
             keys_made.get(),
@@ -213,6 +240,25 @@ mod tests {
     }
 
     #[test]
+    fn a_node_built_anew_over_last_steps_very_children_is_last_steps_unless_its_row_changed() {
+        let first = tree(&[], build("b"));
+        let over = |label: &str| {
+            let mut n = TreeNode::new("gone:1".into(), NodeKind::GoneServer, label.into());
+            n.children = first[0].children.clone();
+            vec![Arc::new(n), Arc::clone(&first[1])]
+        };
+        let same = tree(&first, over("gone:1"));
+        assert!(Arc::ptr_eq(&same[0], &first[0]));
+        let relabelled = tree(&first, over("gone, relabelled"));
+        assert!(!Arc::ptr_eq(&relabelled[0], &first[0]));
+        assert_eq!(relabelled[0].label, "gone, relabelled");
+        assert!(same_allocations(
+            &relabelled[0].children,
+            &first[0].children
+        ));
+    }
+
+    #[test]
     fn reordered_and_moved_nodes_are_found_by_id_and_still_equal() {
         let first = tree(&[], build("b"));
         let reordered = vec![
@@ -235,6 +281,69 @@ mod tests {
         let c = i.share(vec![(2, "z".into())], |x| x.0);
         assert!(Arc::ptr_eq(&b[1], &c[0]));
         assert_eq!(i.by_key.len(), 1);
+    }
+}
+
+/// The in-place way of [`Interned::share_built`] against the keyed one, over lists edited from
+/// each one's own last answer: the same values, the same elements shared, the same remembered.
+#[cfg(test)]
+mod in_place_tests {
+    use super::*;
+
+    type Elem = (u8, u8);
+
+    /// `op` applied to `last` at `at`: kept, copied equal, changed, dropped, a key added or
+    /// repeated, two swapped.
+    fn edit(list: &mut Vec<Arc<Elem>>, op: u8, at: usize) {
+        let n = list.len();
+        let i = if n == 0 { 0 } else { at % n };
+        match (op, n) {
+            (_, 0) | (5, _) => list.push(Arc::new(((at % 7) as u8 + 10, 0))),
+            (1, _) => list[i] = Arc::new(*list[i]),
+            (2, _) => list[i] = Arc::new((list[i].0, list[i].1.wrapping_add(1))),
+            (3, _) => drop(list.remove(i)),
+            (4, _) => list.swap(i, (at / 3) % n),
+            (6, _) => list.push(Arc::new(*list[i])),
+            _ => {}
+        }
+    }
+
+    /// For each element: whether it is the allocation `last` had for its key.
+    fn kept(last: &[Arc<Elem>], now: &[Arc<Elem>]) -> Vec<bool> {
+        now.iter()
+            .map(|x| last.iter().any(|l| l.0 == x.0 && Arc::ptr_eq(l, x)))
+            .collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sharing_in_place_is_sharing_by_key(
+            steps in proptest::collection::vec(proptest::collection::vec((0u8..8, 0usize..64), 0..6), 1..8),
+            start in proptest::collection::vec((0u8..6, 0u8..3), 0..8),
+        ) {
+            let key = |x: &Elem| x.0;
+            let (mut fast, mut keyed) = (Interned::default(), Interned::default());
+            let first: Vec<Arc<Elem>> = start.into_iter().map(Arc::new).collect();
+            let mut a = fast.share_built(first.clone(), key);
+            let mut b = keyed.rebuild(first, key_of(key), |o, x| Arc::ptr_eq(o, x) || **o == **x, |x| x);
+            for ops in steps {
+                let (mut na, mut nb) = (a.clone(), b.clone());
+                for &(op, at) in &ops {
+                    edit(&mut na, op, at);
+                    edit(&mut nb, op, at);
+                }
+                let a2 = fast.share_built(na, key);
+                let b2 = keyed.rebuild(nb, key_of(key), |o, x| Arc::ptr_eq(o, x) || **o == **x, |x| x);
+                proptest::prop_assert_eq!(&a2, &b2);
+                proptest::prop_assert_eq!(kept(&a, &a2), kept(&b, &b2));
+                proptest::prop_assert_eq!(fast.by_key.len(), keyed.by_key.len());
+                (a, b) = (a2, b2);
+            }
+        }
+    }
+
+    fn key_of(key: impl Fn(&Elem) -> u8) -> impl Fn(&Arc<Elem>) -> u8 {
+        move |x| key(x)
     }
 }
 
