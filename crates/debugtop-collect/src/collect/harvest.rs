@@ -240,7 +240,7 @@ pub(crate) fn finish(
     let now = Utc::now();
     for (i, r) in resolved {
         let s = &samples[i];
-        cache.remember(s.pid, s.start_ticks, r.memory.clone());
+        cache.remember(s.pid, s.start_ticks, &r.memory);
         if let Some(server) = server_info(s) {
             servers.push(server);
         }

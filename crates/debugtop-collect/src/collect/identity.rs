@@ -363,13 +363,13 @@ impl IdentityCache {
         }
     }
 
-    pub(crate) fn remember(&mut self, pid: u32, start_ticks: u64, memory: Memory) {
+    pub(crate) fn remember(&mut self, pid: u32, start_ticks: u64, memory: &Memory) {
         if let Some(e) = self
             .entries
             .get_mut(&pid)
-            .filter(|e| e.start_ticks == start_ticks)
+            .filter(|e| e.start_ticks == start_ticks && e.memory != *memory)
         {
-            e.memory = memory;
+            e.memory.clone_from(memory);
         }
     }
 }
@@ -410,7 +410,7 @@ mod tests {
         c.remember(
             42,
             1000,
-            Memory {
+            &Memory {
                 role: Some(debugtop_model::Role::Worker),
                 ..Memory::default()
             },

@@ -344,6 +344,8 @@ fn server_descendants(samples: &[Sample], by_pid: &HashMap<u32, usize>, memo: &m
     }
 }
 
+/// Resolves sample `i` (and first its ancestors) into `memo`; each answer is read from there
+/// by reference, so a session id is copied once per process, not once more per caller.
 fn resolve(
     i: usize,
     samples: &[Sample],
@@ -351,18 +353,22 @@ fn resolve(
     cache: &IdentityCache,
     memo: &mut Memo,
     depth: usize,
-) -> Option<Resolved> {
-    if let Some(done) = &memo[i] {
-        return done.clone();
+) {
+    if memo[i].is_some() {
+        return;
     }
     let s = &samples[i];
-    let parent = if depth < MAX_DEPTH && s.ppid != s.pid {
-        by_pid
-            .get(&s.ppid)
-            .and_then(|&j| resolve(j, samples, by_pid, cache, memo, depth + 1))
+    let parent_at = if depth < MAX_DEPTH && s.ppid != s.pid {
+        by_pid.get(&s.ppid).copied()
     } else {
         None
     };
+    if let Some(j) = parent_at {
+        resolve(j, samples, by_pid, cache, memo, depth + 1);
+    }
+    let parent = parent_at
+        .and_then(|j| memo[j].as_ref())
+        .and_then(Option::as_ref);
     let remembered = cache
         .memory(s.pid, s.start_ticks)
         // Host-ness is what a process does now (its children's pipes), never remembered; what
@@ -378,15 +384,9 @@ fn resolve(
             mcp: None,
         })
     } else {
-        Some(combine(
-            s,
-            own,
-            parent.as_ref().map(|p| &p.memory),
-            remembered,
-        ))
+        Some(combine(s, own, parent.map(|p| &p.memory), remembered))
     };
-    memo[i] = Some(result.clone());
-    result
+    memo[i] = Some(result);
 }
 
 /// A process in a tree: what it says of itself first, then what its parent passes down, then
