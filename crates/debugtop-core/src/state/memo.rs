@@ -87,23 +87,58 @@ impl<K: Hash + Eq, I: PartialEq, V: Clone> Memo<K, I, V> {
         I: PartialEq<J>,
         J: Into<I>,
     {
+        self.get_or_build_as(key, inputs, holds, build, |_, _| false)
+    }
+
+    /// As [`Memo::get_or_build`], but a value built again equal to the last one is the last
+    /// one: a value made anew from new inputs (a process's first CPU figure, which the session
+    /// does not show) keeps its allocation, so what shares it downstream (`share`, the
+    /// redaction, the window's diff) still finds the very same one, every step after.
+    pub fn get_or_build_same<Q, J>(&mut self, key: &Q, inputs: J, build: impl FnOnce() -> V) -> V
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        I: PartialEq<J>,
+        J: Into<I>,
+        V: PartialEq,
+    {
+        self.get_or_build_as(key, inputs, |_| true, build, |old, new| old == new)
+    }
+
+    fn get_or_build_as<Q, J>(
+        &mut self,
+        key: &Q,
+        inputs: J,
+        holds: impl FnOnce(&V) -> bool,
+        build: impl FnOnce() -> V,
+        same: impl FnOnce(&V, &V) -> bool,
+    ) -> V
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+        I: PartialEq<J>,
+        J: Into<I>,
+    {
         let step = self.step;
-        if let Some(b) = self
-            .built
-            .get_mut(key)
-            .filter(|b| b.inputs == inputs && holds(&b.value))
-        {
+        let last = self.built.get_mut(key);
+        if let Some(b) = last.filter(|b| b.inputs == inputs && holds(&b.value)) {
             b.step = step;
             return b.value.clone();
         }
-        let value = build();
+        let built = build();
+        let inputs = inputs.into();
+        if let Some(b) = self.built.get_mut(key).filter(|b| same(&b.value, &built)) {
+            b.inputs = inputs;
+            b.step = step;
+            return b.value.clone();
+        }
         let b = Built {
-            inputs: inputs.into(),
-            value: value.clone(),
+            inputs,
+            value: built.clone(),
             step,
         };
         self.built.insert(key.to_owned(), b);
-        value
+        built
     }
 
     /// Forgets what this step did not ask for; the next step begins.
@@ -171,6 +206,33 @@ mod tests {
         assert_eq!(m.len(), 1);
         get(&mut m, "j", 1, &a, &mut builds);
         assert_eq!(builds, 3);
+    }
+
+    #[test]
+    fn a_value_built_again_equal_to_the_last_is_the_last_allocation() {
+        let mut m: Memo<u32, u32, Arc<String>> = Memo::default();
+        let first = m.get_or_build_same(&1, 1, || Arc::new("a".into()));
+        let same = m.get_or_build_same(&1, 2, || Arc::new("a".into()));
+        assert!(
+            Arc::ptr_eq(&first, &same),
+            "an equal value keeps its allocation"
+        );
+        let mut builds = 0;
+        let again = m.get_or_build_same(&1, 2, || {
+            builds += 1;
+            Arc::new("b".into())
+        });
+        assert!(
+            Arc::ptr_eq(&first, &again) && builds == 0,
+            "the new inputs are kept"
+        );
+        let changed = m.get_or_build_same(&1, 3, || Arc::new("b".into()));
+        assert_eq!(*changed, "b");
+        // The plain way keeps no equal value: a new allocation each time the inputs change.
+        let mut plain: Memo<u32, u32, Arc<String>> = Memo::default();
+        let a = plain.get_or_build(&1, 1, |_| true, || Arc::new("a".into()));
+        let b = plain.get_or_build(&1, 2, |_| true, || Arc::new("a".into()));
+        assert!(!Arc::ptr_eq(&a, &b));
     }
 
     #[test]

@@ -461,6 +461,33 @@ mod tests {
         assert_eq!(n2.children.len(), 1);
     }
 
+    /// A worker whose first CPU figure came (a new allocation: the session is built again)
+    /// gave an equal session in a new allocation, which the memo then kept while `share` kept
+    /// the old one: every step after, the 5,000 sessions of an incident were matched by key
+    /// and compared whole (found by profiling the window at 5,000 orphans).
+    #[test]
+    fn a_session_built_again_equal_is_the_same_allocation() {
+        let worker = |cpu: f32| {
+            Arc::new(
+                P::new(200, Role::Worker)
+                    .ppid(1)
+                    .owner(999)
+                    .session("s-1")
+                    .cpu(cpu)
+                    .build(),
+            )
+        };
+        let w = worlds(vec![
+            (Obs::at(0).without_server().build(), vec![worker(0.5)]),
+            (Obs::at(1).without_server().build(), vec![worker(0.0)]),
+        ]);
+        let ((d0, n0), (d1, n1)) = (gone_session(&w[0]), gone_session(&w[1]));
+        assert!(
+            Arc::ptr_eq(d0, d1) && Arc::ptr_eq(n0, n1),
+            "neither the session nor its node shows the figure"
+        );
+    }
+
     #[test]
     fn a_remembered_session_follows_its_log_and_the_http_session_health_names() {
         let procs: Vec<Arc<Proc>> = js_chain(Obs::at(0))

@@ -51,12 +51,9 @@ pub(super) fn session_nodes(
         for id in ids {
             let rec = know.debug.get(id);
             let ps = by_session.remove(id).unwrap_or_default();
-            let (node, session) = each.get_or_build(
-                id,
-                SessionNow(rec, &ps),
-                |_| true,
-                || session_and_node(server_pid, id, rec, &ps, lines),
-            );
+            let (node, session) = each.get_or_build_same(id, SessionNow(rec, &ps), || {
+                session_and_node(server_pid, id, rec, &ps, lines)
+            });
             nodes.extend(node);
             out.push(session);
         }

@@ -538,12 +538,10 @@ impl Evaluator {
                 let since = c.evidence_at.or(first).unwrap_or(now);
                 let inputs = DatedInputs(ByAlloc::of(&c.finding), since, at);
                 let f = c.finding;
-                out.push(self.dated.get_or_build(
-                    &f.id,
-                    inputs,
-                    |_| true,
-                    || dated(Arc::clone(&f), since, at),
-                ));
+                out.push(
+                    self.dated
+                        .get_or_build_same(&f.id, inputs, || dated(Arc::clone(&f), since, at)),
+                );
             } else {
                 self.held.hold(id, turn, now, None);
                 self.unconfirmed.push(c.finding);
