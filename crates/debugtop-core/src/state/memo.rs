@@ -120,25 +120,26 @@ impl<K: Hash + Eq, I: PartialEq, V: Clone> Memo<K, I, V> {
         J: Into<I>,
     {
         let step = self.step;
-        let last = self.built.get_mut(key);
-        if let Some(b) = last.filter(|b| b.inputs == inputs && holds(&b.value)) {
-            b.step = step;
+        let Some(b) = self.built.get_mut(key) else {
+            let built = build();
+            let b = Built {
+                inputs: inputs.into(),
+                value: built.clone(),
+                step,
+            };
+            self.built.insert(key.to_owned(), b);
+            return built;
+        };
+        b.step = step;
+        if b.inputs == inputs && holds(&b.value) {
             return b.value.clone();
         }
         let built = build();
-        let inputs = inputs.into();
-        if let Some(b) = self.built.get_mut(key).filter(|b| same(&b.value, &built)) {
-            b.inputs = inputs;
-            b.step = step;
-            return b.value.clone();
+        b.inputs = inputs.into();
+        if !same(&b.value, &built) {
+            b.value = built;
         }
-        let b = Built {
-            inputs,
-            value: built.clone(),
-            step,
-        };
-        self.built.insert(key.to_owned(), b);
-        built
+        b.value.clone()
     }
 
     /// Forgets what this step did not ask for; the next step begins.

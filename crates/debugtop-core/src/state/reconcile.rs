@@ -461,10 +461,11 @@ mod tests {
         assert_eq!(n2.children.len(), 1);
     }
 
-    /// A worker whose first CPU figure came (a new allocation: the session is built again)
-    /// gave an equal session in a new allocation, which the memo then kept while `share` kept
-    /// the old one: every step after, the 5,000 sessions of an incident were matched by key
-    /// and compared whole (found by profiling the window at 5,000 orphans).
+    /// A worker whose CPU figure changed (a new allocation: its session is built again) gave
+    /// an equal session in a new allocation, which the memo then kept while `share` kept the
+    /// old one: every step after, the 5,000 sessions of an incident were matched by key and
+    /// compared whole (found by profiling the window at 5,000 orphans, where each worker's
+    /// first figure did it).
     #[test]
     fn a_session_built_again_equal_is_the_same_allocation() {
         let worker = |cpu: f32| {
