@@ -53,6 +53,8 @@ pub mod exits {
 }
 #[cfg(target_os = "linux")]
 pub mod fds;
+#[cfg(target_os = "linux")]
+pub mod inet_diag;
 pub mod mcp;
 #[cfg(target_os = "linux")]
 pub mod ns;
