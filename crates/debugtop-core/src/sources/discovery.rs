@@ -66,20 +66,26 @@ fn network_namespace(pid: &str) -> Option<String> {
     Some(link.to_string_lossy().into_owned())
 }
 
-/// Whether `pid` is known to live in debugtop's own network namespace (both readable, the
-/// same).
+/// `pid`'s network namespace and debugtop's, when both can be read.
+#[cfg(target_os = "linux")]
+fn network_namespaces(pid: u32) -> Option<(String, String)> {
+    Some((
+        network_namespace(&pid.to_string())?,
+        network_namespace("self")?,
+    ))
+}
+
+/// Whether `pid` is known to live in debugtop's own network namespace.
 #[cfg(target_os = "linux")]
 fn same_network_namespace(pid: u32) -> bool {
-    network_namespace(&pid.to_string())
-        .is_some_and(|theirs| network_namespace("self").is_some_and(|ours| ours == theirs))
+    network_namespaces(pid).is_some_and(|(theirs, ours)| theirs == ours)
 }
 
 /// Why `/health` of the server `pid` cannot be asked from here: it listens in another network
 /// namespace than debugtop's (a container's, a pod's; debugtop in a pod, the host's).
 #[cfg(target_os = "linux")]
 pub fn elsewhere(pid: u32) -> Option<String> {
-    let theirs = network_namespace(&pid.to_string())?;
-    let ours = network_namespace("self")?;
+    let (theirs, ours) = network_namespaces(pid)?;
     (theirs != ours).then(|| {
         format!(
             "it listens in another network namespace ({theirs}) than debugtop ({ours}): its \
@@ -354,20 +360,29 @@ const RECHECK_EVERY: u32 = 30;
 #[cfg_attr(windows, allow(dead_code))]
 const RECHECK_NONE_EVERY: u32 = 5;
 
+/// What a read of a server's listeners found.
+#[derive(Debug)]
+#[cfg_attr(windows, allow(dead_code))]
+enum Found {
+    /// Its listening sockets, as (port, inode): at least one.
+    Listeners(Vec<(u16, u64)>),
+    /// None, among these sockets of its.
+    NoneAmong(HashSet<u64>),
+}
+
 /// One server's listening ports, remembered while the sockets they were found on are still
-/// among its descriptors. Reading `/proc/<pid>/net/tcp` walks the kernel's whole
-/// established-socket hash (4.4 ms a table here, with two sockets in it), and a server's
-/// listener does not change from one tick to the next. Read again when one of those sockets
-/// closes and every [`RECHECK_EVERY`] ticks. No listener found (a stdio server, whose host's
-/// pipes are sockets when the host is Node: both tables were read every tick, about 0.9 % of
-/// a core per server) stands while the server's sockets are the same ones, for
+/// among its descriptors: a server's listener does not change from one tick to the next, and
+/// a read is not free (`sock_diag`, or the TCP tables, each a walk of the kernel's whole
+/// established-socket hash: 4.4 ms a table here). Read again when one of those sockets closes
+/// and every [`RECHECK_EVERY`] ticks. No listener found (a stdio server with a debug session,
+/// whose worker's IPC channel is a socket pair: both tables were read for it every tick, about
+/// 1 % of a core) stands while the server's sockets are the same ones, for
 /// [`RECHECK_NONE_EVERY`] ticks at most.
 #[derive(Debug, Default)]
 #[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
 pub struct PortMemo {
-    listeners: Vec<(u16, u64)>,
-    /// The server's sockets when the tables were last read and showed no listener of its.
-    none_among: Option<HashSet<u64>>,
+    /// What the last read found; `None` before the first.
+    found: Option<Found>,
     since_read: u32,
     said: Option<u16>,
 }
@@ -426,22 +441,28 @@ impl PortMemo {
         inodes: &HashSet<u64>,
         read: impl FnOnce(&HashSet<u64>) -> Vec<(u16, u64)>,
     ) -> Vec<u16> {
-        let stands = match &self.none_among {
-            Some(was) => self.since_read < RECHECK_NONE_EVERY && was == inodes,
-            None => {
-                !self.listeners.is_empty()
-                    && self.since_read < RECHECK_EVERY
-                    && self.listeners.iter().all(|(_, i)| inodes.contains(i))
+        let stands = match &self.found {
+            Some(Found::Listeners(l)) => {
+                self.since_read < RECHECK_EVERY && l.iter().all(|(_, i)| inodes.contains(i))
             }
+            Some(Found::NoneAmong(was)) => self.since_read < RECHECK_NONE_EVERY && was == inodes,
+            None => false,
         };
         if stands {
             self.since_read += 1;
         } else {
-            self.listeners = read(inodes);
-            self.none_among = self.listeners.is_empty().then(|| inodes.clone());
+            let l = read(inodes);
+            self.found = Some(if l.is_empty() {
+                Found::NoneAmong(inodes.clone())
+            } else {
+                Found::Listeners(l)
+            });
             self.since_read = 0;
         }
-        ports_of(&self.listeners)
+        match &self.found {
+            Some(Found::Listeners(l)) => ports_of(l),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -483,17 +504,22 @@ mod tests {
         assert_eq!(e.base_url.as_deref(), Some("http://127.0.0.1:3001"));
     }
 
+    /// A read of the listeners that gives `rows` and counts itself in `reads`.
+    fn counted(
+        reads: &std::cell::Cell<u32>,
+        rows: Vec<(u16, u64)>,
+    ) -> impl FnOnce(&HashSet<u64>) -> Vec<(u16, u64)> + '_ {
+        move |_| {
+            reads.set(reads.get() + 1);
+            rows
+        }
+    }
+
     #[test]
     fn remembered_ports_stand_while_their_sockets_are_open() {
         let mut memo = PortMemo::default();
         let reads = std::cell::Cell::new(0);
-        let read = |rows: Vec<(u16, u64)>| {
-            let reads = &reads;
-            move |_: &HashSet<u64>| {
-                reads.set(reads.get() + 1);
-                rows
-            }
-        };
+        let read = |rows| counted(&reads, rows);
         let open: HashSet<u64> = [7, 8, 9].into();
         assert_eq!(memo.ports(&open, read(vec![(3001, 7)])), [3001]);
         // A new connection (socket 10) and a closed one (8): the listener 7 stands.
@@ -516,19 +542,13 @@ mod tests {
         assert_eq!(reads.get(), 3);
     }
 
-    /// A stdio server (its host's pipes are sockets when the host is Node) has sockets and
-    /// never a listener: both tables were read at every tick for it.
+    /// A stdio server with a debug session (its worker's IPC channel is a socket pair) has
+    /// sockets and never a listener: both tables were read at every tick for it.
     #[test]
     fn no_listener_stands_while_the_servers_sockets_are_the_same() {
         let mut memo = PortMemo::default();
         let reads = std::cell::Cell::new(0);
-        let read = |rows: Vec<(u16, u64)>| {
-            let reads = &reads;
-            move |_: &HashSet<u64>| {
-                reads.set(reads.get() + 1);
-                rows
-            }
-        };
+        let read = |rows| counted(&reads, rows);
         let pipes: HashSet<u64> = [5, 6].into();
         for _ in 0..=RECHECK_NONE_EVERY {
             assert!(memo.ports(&pipes, read(vec![])).is_empty());
