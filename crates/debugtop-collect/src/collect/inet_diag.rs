@@ -6,14 +6,14 @@
 //! means "ask the tables instead", never a guess.
 
 use rustix::fd::OwnedFd;
-use rustix::net::netlink::{self, SocketAddrNetlink};
-use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType};
+use rustix::net::netlink::SocketAddrNetlink;
+use rustix::net::{RecvFlags, SendFlags};
 
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLM_F_REQUEST: u16 = 0x1;
+use super::sock_diag::{
+    open, u16_at, u32_at, NLMSG_DONE, NLMSG_ERROR, NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY,
+};
+
 const NLM_F_DUMP: u16 = 0x300;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
 const AF_INET: u8 = 2;
 const AF_INET6: u8 = 10;
 const IPPROTO_TCP: u8 = 6;
@@ -38,14 +38,6 @@ fn request(family: u8, seq: u32) -> [u8; REQUEST_LEN] {
     m[17] = IPPROTO_TCP;
     m[20..24].copy_from_slice(&(1u32 << TCP_LISTEN).to_ne_bytes());
     m
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// What one datagram of the dump holds.
@@ -83,23 +75,6 @@ pub fn parse_datagram(b: &[u8]) -> Option<Datagram> {
         at += (len + 3) & !3;
     }
     Some(Datagram::Listeners(out))
-}
-
-fn open() -> Option<OwnedFd> {
-    let fd = rustix::net::socket(
-        AddressFamily::NETLINK,
-        SocketType::DGRAM,
-        Some(netlink::SOCK_DIAG),
-    )
-    .ok()?;
-    // A reply that never comes must not hang a tick.
-    rustix::net::sockopt::set_socket_timeout(
-        &fd,
-        rustix::net::sockopt::Timeout::Recv,
-        Some(std::time::Duration::from_millis(200)),
-    )
-    .ok()?;
-    Some(fd)
 }
 
 /// One family's listeners, dumped over `fd`.

@@ -6,14 +6,13 @@
 
 use std::collections::HashMap;
 
-use rustix::fd::OwnedFd;
-use rustix::net::netlink::{self, SocketAddrNetlink};
-use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType};
+use rustix::net::netlink::SocketAddrNetlink;
+use rustix::net::{RecvFlags, SendFlags};
 
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLM_F_REQUEST: u16 = 1;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
+use super::sock_diag::{
+    open, u16_at, u32_at, NLMSG_DONE, NLMSG_ERROR, NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY,
+};
+
 const AF_UNIX: u8 = 1;
 const UDIAG_SHOW_PEER: u32 = 4;
 const UNIX_DIAG_PEER: u16 = 2;
@@ -35,14 +34,6 @@ fn request(inode: u32, seq: u32) -> [u8; 40] {
     m[32..36].copy_from_slice(&NO_COOKIE.to_ne_bytes());
     m[36..40].copy_from_slice(&NO_COOKIE.to_ne_bytes());
     m
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
 /// The peer inode in one answer: `None` for an error or no such socket; `Some(None)` for a
@@ -68,22 +59,6 @@ pub fn parse_answer(b: &[u8]) -> Option<Option<u32>> {
         at += (rta_len + 3) & !3;
     }
     Some(None)
-}
-
-fn open() -> Option<OwnedFd> {
-    let fd = rustix::net::socket(
-        AddressFamily::NETLINK,
-        SocketType::DGRAM,
-        Some(netlink::SOCK_DIAG),
-    )
-    .ok()?;
-    // A reply that never comes must not hang a scan.
-    let _ = rustix::net::sockopt::set_socket_timeout(
-        &fd,
-        rustix::net::sockopt::Timeout::Recv,
-        Some(std::time::Duration::from_millis(200)),
-    );
-    Some(fd)
 }
 
 /// The peer inode of each Unix socket inode: `Some(peer)`, or `None` when its other end is
