@@ -9,7 +9,9 @@ use clap::{Parser, Subcommand};
 use debugtop_core::actions::audit::AuditConfig;
 use debugtop_core::actions::export::ExportFormat;
 use debugtop_core::actions::kill::KillRequest;
+use debugtop_core::actions::run::{Joiner, RunConfig, ScopeChoice, DEFAULT_RUN_GRACE};
 use debugtop_core::judging::{Judging, DEFAULT_GRACE, DEFAULT_INTERVAL, DEFAULT_STUCK_AFTER};
+use debugtop_core::model::LeakPolicy;
 use debugtop_core::model::{FindingKind, ProcId, Target};
 
 /// The longest SIGTERM → SIGKILL grace a kill accepts, in milliseconds.
@@ -158,6 +160,142 @@ pub enum Command {
         #[arg(long, value_delimiter = ',', value_name = "IDS")]
         only: Option<Vec<ProcId>>,
     },
+    /// Run a command and report what of it outlived it; then end exactly that.
+    ///
+    /// CMD runs as it would without debugtop (stdio, terminal, environment, directory; SIGINT,
+    /// SIGTERM, SIGHUP and SIGQUIT are passed on), in a cgroup of its own where one can be
+    /// made, else with debugtop as its subreaper: every process it starts stays in scope,
+    /// however it leaves its parent. When CMD exits, the run waits the grace for teardown,
+    /// then names every process of the run still alive (role, finding, command line, who
+    /// started it, which test) and ends them with the planned, verified kill.
+    ///
+    /// Exit status: CMD's own when it failed; else 0 when nothing leaked, 86 when something
+    /// did (0 with --leaks warn), 87 when the run could not check.
+    Run(RunArgs),
+    /// (internal) Join a run's cgroup, then become the command.
+    #[command(name = "__join-cgroup", hide = true)]
+    JoinCgroup {
+        /// The cgroup's directory.
+        dir: PathBuf,
+        /// Join and exit (the run's check that a cgroup can be joined).
+        #[arg(long)]
+        probe: bool,
+        /// The command.
+        #[arg(last = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+}
+
+/// Whether leaks fail a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Leaks {
+    /// A leak fails the run (status 86).
+    Fail,
+    /// Leaks are reported; the status is CMD's.
+    Warn,
+}
+
+/// How a run keeps its command's processes in scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// A cgroup where one can be made, else a subreaper.
+    Auto,
+    /// A cgroup, or fail.
+    Cgroup,
+    /// A subreaper.
+    Subreaper,
+}
+
+/// What `run` is told.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Seconds to wait after CMD exits before what is left counts (waiting stops as soon
+    /// as nothing is left): a teardown is allowed to finish.
+    #[arg(long, default_value_t = DEFAULT_RUN_GRACE.as_secs_f64(), value_name = "SECS")]
+    pub grace: f64,
+    /// Leave what is left running for a look (it is still reported).
+    #[arg(long)]
+    pub keep: bool,
+    /// An expected survivor: a role (`server`, `worker`, …) or a pattern matched against
+    /// the command line (`sccache`, `*gradle*Daemon*`); reported as allowed, never ended.
+    /// Repeatable.
+    #[arg(long = "allow", value_name = "ROLE|PATTERN")]
+    pub allow: Vec<String>,
+    /// Whether leaks fail the run.
+    #[arg(long, value_enum, default_value_t = Leaks::Fail)]
+    pub leaks: Leaks,
+    /// Also write the report as JSON (`debugtop.run/1`) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also write the report as JUnit XML to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Also write an incident snapshot of the run's processes (`debugtop.snapshot/1`,
+    /// which the app opens) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// How to keep CMD's processes in scope.
+    #[arg(long, value_enum, default_value_t = ScopeArg::Auto)]
+    pub scope: ScopeArg,
+    /// Also ask this server's /health when judging what is left (`http://host:port`).
+    #[arg(long = "server", value_name = "URL")]
+    pub servers: Vec<String>,
+    /// Milliseconds between SIGTERM and SIGKILL when ending what is left.
+    #[arg(long, default_value_t = 3000, value_parser = clap::value_parser!(u64).range(0..=MAX_GRACE_MS))]
+    pub kill_grace_ms: u64,
+    /// Keep secrets in the reported command lines.
+    #[arg(long)]
+    pub no_redact: bool,
+    /// The command and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+impl RunArgs {
+    /// The run's configuration from the flags (`joiner`: the program that joins a cgroup and
+    /// becomes the command, this very binary's hidden verb).
+    pub fn config(&self, joiner: Option<Joiner>) -> RunConfig {
+        let grace = |secs: f64, max: f64| {
+            std::time::Duration::try_from_secs_f64(secs.clamp(0.0, max)).unwrap_or_default()
+        };
+        RunConfig {
+            command: self.command.clone(),
+            grace: grace(self.grace, 3600.0),
+            scope: match self.scope {
+                ScopeArg::Auto => ScopeChoice::Auto,
+                ScopeArg::Cgroup => ScopeChoice::Cgroup,
+                ScopeArg::Subreaper => ScopeChoice::Subreaper,
+            },
+            joiner,
+            keep: self.keep,
+            allow: self
+                .allow
+                .iter()
+                .map(|a| {
+                    a.parse()
+                        .unwrap_or_else(|e: std::convert::Infallible| match e {})
+                })
+                .collect(),
+            leaks: match self.leaks {
+                Leaks::Fail => LeakPolicy::Fail,
+                Leaks::Warn => LeakPolicy::Warn,
+            },
+            judging: Judging::from_user(
+                DEFAULT_INTERVAL.as_millis() as u64,
+                DEFAULT_GRACE.as_secs_f64(),
+                DEFAULT_STUCK_AFTER.as_secs_f64(),
+                self.servers.clone(),
+            ),
+            kill_grace: std::time::Duration::from_millis(self.kill_grace_ms),
+            redact: !self.no_redact,
+            snapshot: self.snapshot.is_some(),
+        }
+    }
 }
 
 /// Where `serve` listens unless told: loopback only.

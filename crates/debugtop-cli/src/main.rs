@@ -26,10 +26,19 @@ use debugtop_core::safe_fs::Visibility;
 use debugtop_core::sampler::{self, Config, Engine};
 
 mod fleet;
+mod run_verb;
 mod serve;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::JoinCgroup {
+        dir,
+        probe,
+        command,
+    } = &cli.command
+    {
+        return run_verb::join_cgroup(dir, *probe, command);
+    }
     // A one-shot command runs on one thread (no worker threads to start for a few
     // milliseconds of work; blocking reads still go to the blocking pool); `watch` keeps two.
     let mut builder = if matches!(cli.command, Command::Watch { .. } | Command::Serve { .. }) {
@@ -90,6 +99,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             textfile,
         } => audit_command(&args, json, &targets, textfile).await,
         kill @ Command::Kill { .. } => kill_command(kill).await,
+        Command::Run(args) => run_verb::run(&args).await,
+        Command::JoinCgroup { .. } => anyhow::bail!("__join-cgroup runs before the runtime"),
     }
 }
 

@@ -50,6 +50,7 @@ mod observation;
 pub mod printable;
 mod process;
 mod progress;
+mod run;
 mod sessions;
 mod snapshot;
 mod target;
@@ -88,6 +89,10 @@ pub use process::{
 pub use progress::{
     Asker, DebuggeeState, PendingRequest, SessionProgress, SignOfLife, Stage, StageMark,
     StartRequest, TraceState,
+};
+pub use run::{
+    Allowance, Ancestor, CommandEnd, LeakPolicy, RunReport, RunScope, RunVerdict, ScopeKind,
+    Survivor, TestName, TestRunner, LEAK_STATUS, RUN_SCHEMA, UNCHECKED_STATUS,
 };
 pub use sessions::{DebugSession, HttpSession};
 pub use snapshot::{

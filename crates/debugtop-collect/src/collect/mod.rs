@@ -62,6 +62,8 @@ pub mod parse;
 pub mod portable;
 mod relate;
 #[cfg(target_os = "linux")]
+pub mod scope;
+#[cfg(target_os = "linux")]
 mod sock_diag;
 #[cfg(target_os = "linux")]
 pub mod unix_diag;

@@ -13,7 +13,7 @@ mod request;
 
 pub use choose::{plan_for, KillOptions};
 pub use execute::execute;
-pub use forced::with_forced_targets;
+pub use forced::{with_forced_targets, with_processes};
 pub use recheck::recheck;
 pub use registry::{HeldPlan, PlanRegistry, PlannedOn};
 pub use request::{parse_target, KillRequest};

@@ -6,3 +6,4 @@ pub mod container;
 pub mod export;
 pub mod fleet;
 pub mod kill;
+pub mod run;

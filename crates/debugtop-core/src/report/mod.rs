@@ -4,6 +4,7 @@
 pub mod markdown;
 pub mod metrics;
 pub mod notices;
+pub mod run;
 
 #[cfg(test)]
 mod redaction_tests;

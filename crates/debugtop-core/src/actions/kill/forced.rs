@@ -45,6 +45,13 @@ pub fn with_forced_targets(live: &LiveTable, plan: &KillPlan) -> LiveTable {
         .fold(live.clone(), |table, t| with_forced(&table, t.pid, false))
 }
 
+/// The live table plus each of `pids` that is not in it, read from the system now as a
+/// process of no role: what `run` plans the end of its survivors against.
+pub fn with_processes(live: &LiveTable, pids: &[u32]) -> LiveTable {
+    pids.iter()
+        .fold(live.clone(), |table, pid| with_forced(&table, *pid, false))
+}
+
 fn read_forced(pid: u32) -> Option<Proc> {
     let g = collect::glance(pid)?;
     let epoch = chrono::DateTime::UNIX_EPOCH;

@@ -1,0 +1,327 @@
+//! The reach of one `run`: every process a command starts, at any depth, however it leaves its
+//! parent (double fork, `setsid`, `daemon(3)`, its parent exiting first). Two ways on Linux: a
+//! cgroup v2 of the run's own, which every descendant is born into and cannot leave without
+//! rights over the cgroup tree (orphans still go to init, as without debugtop); or, where no
+//! cgroup can be made, debugtop as a child subreaper, to which the command's orphans are
+//! re-parented (and which then reaps them). What each member is, read from `/proc` once when
+//! it is first seen: its parent, its command line and what a test runner put in its
+//! environment.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use debugtop_model::ProcState;
+
+use super::parse;
+
+/// A cgroup made for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cgroup {
+    dir: PathBuf,
+}
+
+/// The cgroup v2 hierarchy's mount point: `/sys/fs/cgroup` on a unified machine, its
+/// `unified` mount on a hybrid one (mountinfo's first `cgroup2` line).
+fn cgroup2_mount() -> Option<PathBuf> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    info.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("cgroup2"))
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })
+}
+
+/// This process's cgroup v2 path (`0::/path` in `/proc/self/cgroup`).
+fn own_cgroup() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::to_owned)
+}
+
+impl Cgroup {
+    /// Makes `name` under debugtop's own cgroup v2 (a delegated subtree is enough; root may
+    /// make it anywhere). The error says why not, in words.
+    pub fn create(name: &str) -> Result<Self, String> {
+        let mount = cgroup2_mount().ok_or("no cgroup v2 hierarchy is mounted")?;
+        let own = own_cgroup().ok_or("this process is in no cgroup v2")?;
+        let parent = mount.join(own.trim_start_matches('/'));
+        if name.contains('/') || name.starts_with('.') {
+            return Err(format!("{name:?} is not a cgroup name"));
+        }
+        let dir = parent.join(name);
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot make the cgroup {}: {e}", dir.display()))?;
+        Ok(Self { dir })
+    }
+
+    /// The cgroup at `dir`, as a child process names it to join.
+    pub fn at(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// Its directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Moves the calling process into it (what the run's command does, before it is the
+    /// command: from then on everything it starts is born in the cgroup).
+    pub fn join(&self) -> io::Result<()> {
+        std::fs::write(
+            self.dir.join("cgroup.procs"),
+            std::process::id().to_string(),
+        )
+    }
+
+    /// Every process in it and in cgroups made below it (a command may make its own).
+    pub fn members(&self) -> io::Result<Vec<u32>> {
+        let mut out = Vec::new();
+        let mut dirs = vec![self.dir.clone()];
+        while let Some(d) = dirs.pop() {
+            let procs = std::fs::read_to_string(d.join("cgroup.procs"));
+            match procs {
+                Ok(text) => out.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok())),
+                // The top one must read; one below that vanished while listed is no loss.
+                Err(e) if d == self.dir => return Err(e),
+                Err(_) => continue,
+            }
+            if let Ok(entries) = std::fs::read_dir(&d) {
+                dirs.extend(
+                    entries
+                        .flatten()
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| e.path()),
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes it (and cgroups made below it), once empty; the error says what holds it.
+    pub fn remove(&self) -> io::Result<()> {
+        fn below_first(d: &Path) -> io::Result<()> {
+            for e in std::fs::read_dir(d)?.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    below_first(&e.path())?;
+                }
+            }
+            std::fs::remove_dir(d)
+        }
+        below_first(&self.dir)
+    }
+}
+
+/// Makes this process a child subreaper: orphans among its descendants are re-parented to it,
+/// not to init.
+pub fn become_subreaper() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(io::Error::from)
+}
+
+/// Every descendant of `root` now, read from the kernel's children lists (what a subreaper
+/// holds: its orphans are its children). Falls back to a scan of `/proc` where the lists are
+/// not compiled in.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    let mut fell_back = false;
+    while let Some(p) = frontier.pop() {
+        match children_of(p) {
+            Some(kids) => {
+                out.extend(&kids);
+                frontier.extend(kids);
+            }
+            None if p == root => {
+                fell_back = true;
+                break;
+            }
+            None => {}
+        }
+    }
+    if fell_back {
+        return descendants_by_scan(root);
+    }
+    out
+}
+
+/// `/proc/<pid>/task/*/children`: `None` when the file does not exist.
+fn children_of(pid: u32) -> Option<Vec<u32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut kids = Vec::new();
+    let mut any = false;
+    for t in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(t.path().join("children")) {
+            any = true;
+            kids.extend(
+                text.split_whitespace()
+                    .filter_map(|w| w.parse::<u32>().ok()),
+            );
+        }
+    }
+    any.then_some(kids)
+}
+
+fn descendants_by_scan(root: u32) -> Vec<u32> {
+    let links = super::parent_links();
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (c, parent) in &links {
+            if *parent == p && *c != p && !out.contains(c) {
+                out.push(*c);
+                frontier.push(*c);
+            }
+        }
+    }
+    out
+}
+
+/// How a child that was reaped ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reaped {
+    /// Exited with a status.
+    Exited(i32),
+    /// Ended by a signal.
+    Signalled(i32),
+}
+
+/// Reaps every child of this process that has ended, without waiting: its pid and how it
+/// ended.
+pub fn reap_children() -> Vec<(u32, Reaped)> {
+    use rustix::process::{waitpid, WaitOptions};
+    let mut out = Vec::new();
+    while let Ok(Some((pid, status))) = waitpid(None, WaitOptions::NOHANG) {
+        let pid = pid.as_raw_nonzero().get().unsigned_abs();
+        let how = if let Some(sig) = status.terminating_signal() {
+            Reaped::Signalled(sig)
+        } else {
+            Reaped::Exited(status.exit_status().unwrap_or(0))
+        };
+        out.push((pid, how));
+    }
+    out
+}
+
+/// The environment variables a test runner leaves in what a test starts: the only ones a
+/// member's environment is read for (secrets stay where they are).
+pub const TEST_ENV: [&str; 7] = [
+    "PYTEST_CURRENT_TEST",
+    "NEXTEST_TEST_NAME",
+    "NEXTEST_BINARY_ID",
+    "NODE_TEST_CONTEXT",
+    "JEST_WORKER_ID",
+    "VITEST_POOL_ID",
+    "VITEST_WORKER_ID",
+];
+
+/// One member of a run, read from `/proc`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// Its pid.
+    pub pid: u32,
+    /// Its parent now.
+    pub ppid: u32,
+    /// Its process group.
+    pub pgid: u32,
+    /// Its session.
+    pub sid: u32,
+    /// Its state.
+    pub state: ProcState,
+    /// Start ticks (its identity with the pid).
+    pub start_ticks: u64,
+    /// CPU ticks used (user + system).
+    pub cpu_ticks: u64,
+    /// Resident pages.
+    pub rss_pages: u64,
+}
+
+/// `pid`'s stat, if it runs (or is a zombie) and can be read.
+pub fn read_member(pid: u32) -> Option<Member> {
+    let st = super::read_stat(pid)?;
+    Some(Member {
+        pid,
+        ppid: st.ppid,
+        pgid: st.pgrp,
+        sid: st.session,
+        state: ProcState::from_letter(st.state),
+        start_ticks: st.starttime,
+        cpu_ticks: st.utime + st.stime,
+        rss_pages: st.rss,
+    })
+}
+
+/// `pid`'s command line (empty when it cannot be read).
+pub fn read_argv(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| parse::parse_cmdline(&b))
+        .unwrap_or_default()
+}
+
+/// The [`TEST_ENV`] variables in `pid`'s environment (as it was when it was executed).
+pub fn read_test_env(pid: u32) -> Vec<(String, String)> {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return Vec::new();
+    };
+    test_env_of(&raw)
+}
+
+/// The [`TEST_ENV`] variables in an environment block (`KEY=VALUE\0…`).
+pub fn test_env_of(raw: &[u8]) -> Vec<(String, String)> {
+    raw.split(|b| *b == 0)
+        .filter_map(|kv| {
+            let text = std::str::from_utf8(kv).ok()?;
+            let (k, v) = text.split_once('=')?;
+            TEST_ENV
+                .contains(&k)
+                .then(|| (k.to_owned(), v.chars().take(512).collect()))
+        })
+        .collect()
+}
+
+/// Clock ticks per second (start times and CPU are counted in them).
+pub fn ticks_per_second() -> u64 {
+    procfs::ticks_per_second().max(1)
+}
+
+/// Bytes per page (resident memory is counted in pages).
+pub fn page_size() -> u64 {
+    procfs::page_size().max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_test_runners_variables_are_taken_from_an_environment() {
+        let raw = b"PATH=/bin\0PYTEST_CURRENT_TEST=t/test_a.py::test_b (call)\0TOKEN=s3cr3t\0JEST_WORKER_ID=2\0\0";
+        assert_eq!(
+            test_env_of(raw),
+            [
+                (
+                    "PYTEST_CURRENT_TEST".to_owned(),
+                    "t/test_a.py::test_b (call)".to_owned()
+                ),
+                ("JEST_WORKER_ID".to_owned(), "2".to_owned()),
+            ]
+        );
+        assert!(test_env_of(b"NOT_PYTEST_CURRENT_TEST=x\0=y\0\xff\xfe=1").is_empty());
+    }
+
+    #[test]
+    fn a_descendant_is_found_by_the_children_lists() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id();
+        assert!(descendants(std::process::id()).contains(&pid));
+        assert!(descendants_by_scan(std::process::id()).contains(&pid));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(!descendants(std::process::id()).contains(&pid), "reaped");
+    }
+}

@@ -1,0 +1,319 @@
+//! Who started whom in one run, as it was while the parents lived. The kernel forgets a
+//! process's parent when the parent exits (the orphan goes to init or a subreaper); a run
+//! remembers it from the first look at each member, so a survivor is shown under the process
+//! that started it, and the test its runner named is found on the way up. Pure: fed one look
+//! at a time.
+
+use std::collections::HashMap;
+
+use crate::model::{Ancestor, ProcId, TestName, TestRunner};
+
+/// What a run remembers of one member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Its parent when first seen, if that parent was a member then (or the run's command).
+    pub parent: Option<ProcId>,
+    /// Its command line (unredacted: redacted when reported).
+    pub argv: Vec<String>,
+    /// The test runners' variables in its environment.
+    pub test_env: Vec<(String, String)>,
+    /// Whether it has been seen gone.
+    pub gone: bool,
+    /// Looks at it since the first (a fork is read again until it has run its `exec`).
+    pub looks: u8,
+}
+
+/// Looks after the first at which a member's command line is read again: a process seen
+/// between its fork and its `exec` shows its parent's command line, or none.
+pub const READ_AGAIN: u8 = 3;
+
+/// One member as a look saw it for the first time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstSight {
+    /// Its identity.
+    pub id: ProcId,
+    /// Its parent's pid then.
+    pub ppid: u32,
+    /// Its command line.
+    pub argv: Vec<String>,
+    /// The test runners' variables in its environment.
+    pub test_env: Vec<(String, String)>,
+}
+
+/// The run's memory of its members.
+#[derive(Debug, Clone, Default)]
+pub struct Lineage {
+    records: HashMap<ProcId, Record>,
+    /// The live identity of each pid, as last seen.
+    by_pid: HashMap<u32, ProcId>,
+    /// The run's command.
+    root: Option<ProcId>,
+}
+
+impl Lineage {
+    /// A lineage rooted at the run's command.
+    pub fn new(root: FirstSight) -> Self {
+        let mut l = Self {
+            root: Some(root.id),
+            ..Self::default()
+        };
+        l.see(root);
+        l
+    }
+
+    /// Whether this identity is known.
+    pub fn knows(&self, id: ProcId) -> bool {
+        self.records.contains_key(&id)
+    }
+
+    /// Remembers a member seen for the first time: its parent is the live member that pid
+    /// names, if that one started no later than it (else the parent was never seen).
+    pub fn see(&mut self, s: FirstSight) {
+        let parent = self
+            .by_pid
+            .get(&s.ppid)
+            .copied()
+            .filter(|p| p.start_ticks <= s.id.start_ticks && p.pid != s.id.pid)
+            .filter(|p| self.records.get(p).is_some_and(|r| !r.gone));
+        if let Some(old) = self.by_pid.insert(s.id.pid, s.id) {
+            if old != s.id {
+                if let Some(r) = self.records.get_mut(&old) {
+                    r.gone = true;
+                }
+            }
+        }
+        self.records.insert(
+            s.id,
+            Record {
+                parent,
+                argv: s.argv,
+                test_env: s.test_env,
+                gone: false,
+                looks: 0,
+            },
+        );
+    }
+
+    /// Whether its command line is still worth reading again.
+    pub fn young(&self, id: ProcId) -> bool {
+        self.records.get(&id).is_some_and(|r| r.looks < READ_AGAIN)
+    }
+
+    /// What a look after the first read of it: its command line and environment now (kept
+    /// only when they could be read).
+    pub fn read_again(&mut self, id: ProcId, argv: Vec<String>, test_env: Vec<(String, String)>) {
+        if let Some(r) = self.records.get_mut(&id) {
+            r.looks = r.looks.saturating_add(1);
+            if !argv.is_empty() {
+                r.argv = argv;
+            }
+            if !test_env.is_empty() {
+                r.test_env = test_env;
+            }
+        }
+    }
+
+    /// Marks every known member not in `alive` as gone, and those in it as alive (a command
+    /// may be seen before it has joined its cgroup).
+    pub fn keep_only(&mut self, alive: &std::collections::HashSet<ProcId>) {
+        for (id, r) in &mut self.records {
+            r.gone = !alive.contains(id);
+        }
+        self.by_pid.retain(|_, id| alive.contains(id));
+        for id in alive.iter().filter(|id| self.records.contains_key(id)) {
+            self.by_pid.insert(id.pid, *id);
+        }
+    }
+
+    /// Its record.
+    pub fn record(&self, id: ProcId) -> Option<&Record> {
+        self.records.get(&id)
+    }
+
+    /// Its ancestors, nearest first, and whether the chain reaches the run's command.
+    pub fn ancestry(&self, id: ProcId) -> (Vec<Ancestor>, bool) {
+        let mut out = Vec::new();
+        let mut cur = self.records.get(&id).and_then(|r| r.parent);
+        while let Some(p) = cur {
+            let Some(r) = self.records.get(&p) else { break };
+            out.push(Ancestor {
+                id: p,
+                argv: r.argv.clone(),
+                gone: r.gone,
+            });
+            if Some(p) == self.root || out.len() > 64 {
+                return (out, true);
+            }
+            cur = r.parent;
+        }
+        (out, Some(id) == self.root)
+    }
+
+    /// The test that started it: the nearest of itself and its ancestors whose environment
+    /// or command line names one.
+    pub fn test_of(&self, id: ProcId) -> Option<TestName> {
+        let mut cur = Some(id);
+        let mut steps = 0;
+        while let (Some(p), true) = (cur, steps < 64) {
+            let r = self.records.get(&p)?;
+            if let Some(t) = test_named(&r.test_env, &r.argv) {
+                return Some(t);
+            }
+            cur = r.parent;
+            steps += 1;
+        }
+        None
+    }
+}
+
+/// The test one process's environment and command line name, by what each runner leaves:
+/// pytest's `PYTEST_CURRENT_TEST` (`file.py::test (call)`, the phase dropped); nextest's
+/// `NEXTEST_TEST_NAME` (else a per-test process's `--exact NAME`, with nextest's variables
+/// there); node's test runner's per-file child (`NODE_TEST_CONTEXT`, the file its command line
+/// names); jest's and vitest's workers (which say only the worker).
+pub fn test_named(env: &[(String, String)], argv: &[String]) -> Option<TestName> {
+    let var = |k: &str| {
+        env.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let named = |runner, name: &str| {
+        Some(TestName {
+            runner,
+            name: name.chars().take(300).collect(),
+        })
+    };
+    if let Some(v) = var("PYTEST_CURRENT_TEST") {
+        let name = v.rsplit_once(" (").map_or(v, |(n, _)| n);
+        return named(TestRunner::Pytest, name);
+    }
+    if let Some(v) = var("NEXTEST_TEST_NAME") {
+        let binary = var("NEXTEST_BINARY_ID");
+        return match binary {
+            Some(b) => named(TestRunner::Nextest, &format!("{b} {v}")),
+            None => named(TestRunner::Nextest, v),
+        };
+    }
+    if let Some(b) = var("NEXTEST_BINARY_ID") {
+        if let Some(i) = argv.iter().position(|a| a == "--exact") {
+            if let Some(name) = argv.get(i + 1) {
+                return named(TestRunner::Nextest, &format!("{b} {name}"));
+            }
+        }
+    }
+    if var("NODE_TEST_CONTEXT").is_some() {
+        let file = argv.iter().skip(1).rev().find(|a| !a.starts_with('-'));
+        return file.and_then(|f| named(TestRunner::NodeTest, f));
+    }
+    if let Some(w) = var("VITEST_POOL_ID").or(var("VITEST_WORKER_ID")) {
+        return named(TestRunner::Vitest, &format!("worker {w}"));
+    }
+    var("JEST_WORKER_ID").and_then(|w| named(TestRunner::Jest, &format!("worker {w}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sight(pid: u32, ticks: u64, ppid: u32, argv: &str) -> FirstSight {
+        FirstSight {
+            id: ProcId::new(pid, ticks),
+            ppid,
+            argv: argv.split(' ').map(str::to_owned).collect(),
+            test_env: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_double_forked_survivor_stays_under_the_parents_that_started_it() {
+        let mut l = Lineage::new(sight(100, 10, 1, "sh run.sh"));
+        l.see(sight(101, 11, 100, "sh -c fork"));
+        l.see(sight(102, 12, 101, "sleep 60"));
+        // The middle one exits; the sleep is re-parented to init, which changes nothing here.
+        let alive = [ProcId::new(102, 12)].into_iter().collect();
+        l.keep_only(&alive);
+        let (chain, complete) = l.ancestry(ProcId::new(102, 12));
+        assert!(complete);
+        let pids: Vec<u32> = chain.iter().map(|a| a.id.pid).collect();
+        assert_eq!(pids, [101, 100]);
+        assert!(chain.iter().all(|a| a.gone));
+    }
+
+    #[test]
+    fn a_parent_never_seen_leaves_the_chain_incomplete_and_a_reused_pid_is_no_parent() {
+        let mut l = Lineage::new(sight(100, 10, 1, "sh"));
+        // Its parent lived less than a look: it was seen already adopted.
+        l.see(sight(105, 15, 1, "daemon"));
+        assert_eq!(l.ancestry(ProcId::new(105, 15)), (Vec::new(), false));
+        // A pid of a member that is gone, reused by a newer process: not the parent of an
+        // older one, nor of one seen after the member left.
+        l.see(sight(101, 11, 100, "a"));
+        l.keep_only(&[ProcId::new(100, 10)].into_iter().collect());
+        l.see(sight(106, 16, 101, "b"));
+        assert_eq!(l.record(ProcId::new(106, 16)).unwrap().parent, None);
+    }
+
+    #[test]
+    fn the_test_is_the_nearest_one_named_up_the_chain() {
+        let mut l = Lineage::new(sight(100, 10, 1, "pytest"));
+        let mut t = sight(101, 11, 100, "python -c child");
+        t.test_env = vec![(
+            "PYTEST_CURRENT_TEST".into(),
+            "tests/test_leak.py::test_leaks_a_child (call)".into(),
+        )];
+        l.see(t);
+        l.see(sight(102, 12, 101, "sleep 60"));
+        let test = l.test_of(ProcId::new(102, 12)).expect("named");
+        assert_eq!(test.runner, TestRunner::Pytest);
+        assert_eq!(test.name, "tests/test_leak.py::test_leaks_a_child");
+        // Near miss: nothing named anywhere up its chain.
+        assert_eq!(l.test_of(ProcId::new(100, 10)), None);
+    }
+
+    #[test]
+    fn each_runner_is_read_from_what_it_leaves() {
+        let env = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
+        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let t = test_named(
+            &[
+                ("NEXTEST_BINARY_ID".into(), "app::cli".into()),
+                ("NEXTEST_TEST_NAME".into(), "leaks".into()),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (t.runner, t.name.as_str()),
+            (TestRunner::Nextest, "app::cli leaks")
+        );
+        let t = test_named(
+            &env("NEXTEST_BINARY_ID", "app"),
+            &argv("/t/cli-123 --exact leaks --nocapture"),
+        )
+        .unwrap();
+        assert_eq!(t.name, "app leaks");
+        let t = test_named(
+            &env("NODE_TEST_CONTEXT", "child-v8"),
+            &argv("node --test-reporter=tap test/a.test.js"),
+        )
+        .unwrap();
+        assert_eq!(
+            (t.runner, t.name.as_str()),
+            (TestRunner::NodeTest, "test/a.test.js")
+        );
+        assert_eq!(
+            test_named(&env("JEST_WORKER_ID", "3"), &[]).unwrap().name,
+            "worker 3"
+        );
+        assert_eq!(
+            test_named(&env("VITEST_POOL_ID", "1"), &[]).unwrap().runner,
+            TestRunner::Vitest
+        );
+        // Near misses: nextest's id alone, without a per-test name; nothing at all.
+        assert_eq!(
+            test_named(&env("NEXTEST_BINARY_ID", "app"), &argv("/t/cli-123 --list")),
+            None
+        );
+        assert_eq!(test_named(&[], &argv("sleep 60")), None);
+    }
+}
