@@ -51,7 +51,9 @@ pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
     if !config.keep {
         end_leaks(&mut survivors, audit.map(|a| &a.live), config.kill_grace).await;
     }
-    release(&held, config.keep && !survivors.is_empty(), &mut lived);
+    // Kept and allowed survivors still run in the cgroup: it stays while they do.
+    let still_running = survivors.iter().any(|s| s.ended.is_none());
+    release(&held, still_running, &mut lived);
     let snapshot = audit
         .filter(|_| config.snapshot)
         .map(|a| incident::of_run(&a.snapshot, &survivors));
@@ -123,8 +125,8 @@ async fn end_leaks(survivors: &mut [Survivor], live: Option<&LiveTable>, grace: 
     }
 }
 
-/// Lets the scope go: the cgroup removed once empty (kept, with its survivors, under
-/// `--keep`), adopted orphans reaped.
+/// Lets the scope go: the cgroup removed once empty (kept while survivors left running, kept
+/// or allowed, are in it), adopted orphans reaped.
 fn release(held: &Held, kept: bool, lived: &mut Lived) {
     crate::collect::scope::reap_children();
     let Some(cg) = &held.cgroup else { return };
