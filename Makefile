@@ -18,7 +18,7 @@ endif
 SOAK_DURATION ?= 1h
 FUZZ_SECONDS ?= 60
 
-.PHONY: run test test-deploy test-ui bench bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-windows dist-check image demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
+.PHONY: run test test-deploy test-ui bench bench-run bench-window soak-app bench-smoke fuzz fuzz-smoke soak dist dist-windows dist-check image demo deps-run deps-test ui app lint fmt test-rust check-bindings clean
 
 ## run: install what is missing, build, open the app on the local debug servers.
 run: deps-run ui
@@ -114,6 +114,12 @@ test-ui: ui
 bench: deps-test
 	$(CARGO) build --release -p debugtop-bench -p debugtop-cli
 	./target/release/debugtop-bench
+
+## bench-run: what `debugtop-cli run` costs (release): 5,000 short processes bare and under
+## `run`, side by side; `run`'s own CPU while a quiet command runs (BENCHMARKS.md).
+bench-run:
+	$(CARGO) build --release -p debugtop-cli
+	scripts/bench-run.sh target/release/debugtop-cli
 
 ## bench-window: what the window costs (release app under Xvfb): the demo, then 5,000 orphans;
 ## CPU and memory of the app and every WebKit process; then the real-window test's 5,000-row
