@@ -136,23 +136,7 @@ pub async fn live(
     joiner: Option<&Joiner>,
     signals: &mut Forwarder,
 ) -> Result<Lived, String> {
-    let (program, args) = command.split_first().ok_or("no command to run")?;
-    let mut cmd = match (&held.cgroup, joiner) {
-        (Some(cg), Some(j)) => {
-            let mut c = std::process::Command::new(&j.program);
-            c.args(&j.args)
-                .arg(cg.dir())
-                .arg("--")
-                .arg(program)
-                .args(args);
-            c
-        }
-        _ => {
-            let mut c = std::process::Command::new(program);
-            c.args(args);
-            c
-        }
-    };
+    let (program, mut cmd) = command_in(held, command, joiner)?;
     let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
         .map_err(|e| format!("cannot watch for the command's exit: {e}"))?;
     let started = Instant::now();
@@ -201,6 +185,32 @@ pub async fn live(
         hurry: false,
         problems: looks.problems,
     })
+}
+
+/// The command as it is started: through the joiner into the cgroup, or as it is.
+fn command_in<'a>(
+    held: &Held,
+    command: &'a [OsString],
+    joiner: Option<&Joiner>,
+) -> Result<(&'a OsString, std::process::Command), String> {
+    let (program, args) = command.split_first().ok_or("no command to run")?;
+    let cmd = match (&held.cgroup, joiner) {
+        (Some(cg), Some(j)) => {
+            let mut c = std::process::Command::new(&j.program);
+            c.args(&j.args)
+                .arg(cg.dir())
+                .arg("--")
+                .arg(program)
+                .args(args);
+            c
+        }
+        _ => {
+            let mut c = std::process::Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    Ok((program, cmd))
 }
 
 /// Reaps what has ended; the command's end when it is among them.
