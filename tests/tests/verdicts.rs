@@ -1,5 +1,5 @@
-//! Every failure shape of mcp-debugger.md §4, produced for real against the real server from
-//! npm, recognised by the verdict rules and removed by the kill — and a healthy server that
+//! Every failure shape of docs/server-behaviour.md ("Failure shapes"), produced for real
+//! against the real server from npm, recognised by the verdict rules and removed by the kill — and a healthy server that
 //! raises nothing. Each test judges only its own server's processes; the one that holds a dead
 //! server's orphans runs alone (a server start runs upstream's orphan reaper, which would race
 //! them: `ORPHANS_HELD` here, `.config/nextest.toml` across suites). After every kill a

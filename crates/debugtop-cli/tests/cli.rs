@@ -145,7 +145,7 @@ fn run(args: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
-/// mcp-debugger.md §4.6, through the CLI a CI job would run: `audit` finds the leaked worker
+/// docs/server-behaviour.md, "Failure shapes" 6, through the CLI a CI job would run: `audit` finds the leaked worker
 /// (exit 1), `kill <finding-id>` previews, refuses without --yes, then removes it (exit 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {

@@ -1,5 +1,5 @@
 //! Role signatures: what a single process *says* it is, from its argv and environment markers
-//! alone (mcp-debugger.md §3). Ancestry (a debuggee is whatever runs under an adapter) is applied
+//! alone (docs/server-behaviour.md, "The process chain"). Ancestry (a debuggee is whatever runs under an adapter) is applied
 //! later, over the whole table, in [`super::relate`].
 //!
 //! Pure functions: the same input always gives the same signature, so they are read once per

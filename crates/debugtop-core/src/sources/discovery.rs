@@ -1,6 +1,7 @@
 //! Discovery: for each server found in the process table, where to ask and what to read — the
 //! ports it really listens on (from `/proc/net/tcp{,6}` matched against its socket fds on
-//! Linux, the TCP table's owning pids on Windows; not argv alone) and every log file that belongs to it (mcp-debugger.md §2).
+//! Linux, the TCP table's owning pids on Windows; not argv alone) and every log file that
+//! belongs to it (docs/server-behaviour.md, "The server's log").
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! mcp-debugger's JSON-lines logs: an incremental tail per file ([`tail`]) and a parser that
-//! turns the lines that matter (mcp-debugger.md §2) into typed [`LogEvent`](crate::model::LogEvent)s
+//! turns the lines that matter (docs/server-behaviour.md, "The server's log") into typed [`LogEvent`](crate::model::LogEvent)s
 //! ([`parse`]).
 //!
 //! The logs are the only server-side record that names debug sessions. They are also untrusted

@@ -1,5 +1,5 @@
-//! The lines of mcp-debugger's logs that matter (mcp-debugger.md §2, written down in
-//! docs/server-behaviour.md), parsed into typed events: pure, one line at a time, with the little
+//! The lines of mcp-debugger's logs that matter (written down in docs/server-behaviour.md,
+//! "The server's log"), parsed into typed events: pure, one line at a time, with the little
 //! state two lines without a session id need (the line before them names it). Untrusted input:
 //! nothing here panics on a line; what is not recognised is `None`.
 
@@ -619,7 +619,7 @@ mod tests {
 
     #[test]
     fn failure_shapes_from_the_message_templates() {
-        // Templates from 0.24.2's cli.mjs (mcp-debugger.md §2); these shapes were seen live.
+        // Templates from 0.24.2's cli.mjs (docs/server-behaviour.md, "The server's log"); these shapes were seen live.
         let lines = [
             r#"{"level":"warn","message":"Reaping stale HTTP session h-1 (idle 41s, no open streams).","timestamp":"2026-11-30T10:00:00Z"}"#,
             r#"{"level":"info","message":"[ProxyManager] Stopping proxy for session s-1","timestamp":"2026-11-30T10:00:00Z"}"#,
