@@ -764,6 +764,7 @@ fn audit_and_watch_write_the_same_series_for_a_textfile_collector() {
     promtool_accepts(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
     let mode = std::fs::metadata(&prom).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o644, "node_exporter runs as its own user");
+    let audit_series = series(&text);
     std::fs::remove_file(&prom).unwrap();
     let watch = cli()
         .args(["watch", "--interval", "200", "--count", "3", "--textfile"])
@@ -777,6 +778,21 @@ fn audit_and_watch_write_the_same_series_for_a_textfile_collector() {
     );
     let text = std::fs::read_to_string(&prom).unwrap();
     promtool_accepts(&text).unwrap_or_else(|e| panic!("promtool: {e}\n{text}"));
+    // The same series, each `name{labels}` (their values are the machine's of that moment).
+    let watch_series = series(&text);
+    assert!(audit_series.len() > 20, "{audit_series:?}");
+    assert_eq!(
+        audit_series, watch_series,
+        "audit and watch write the same series"
+    );
     let names = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(names, 1, "no temporary file left beside it");
+}
+
+/// The series of a text exposition: each sample line's `name{labels}`, its value cut off.
+fn series(text: &str) -> std::collections::BTreeSet<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.rsplit_once(' ').map(|(s, _)| s.to_owned()))
+        .collect()
 }
