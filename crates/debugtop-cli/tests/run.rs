@@ -109,6 +109,14 @@ fn run_with(flags: &[&str], cmd: &[&str], setup: impl FnOnce(&mut Command)) -> R
     }
 }
 
+/// The run removed its cgroup, survivors left running or not (they are handed back to the
+/// cgroup the run was made in).
+fn no_cgroup_left(r: &Ran) {
+    if let Some(cg) = r.report["scope"]["path"].as_str() {
+        assert!(!Path::new(cg).exists(), "{cg} left behind: {}", r.stderr);
+    }
+}
+
 /// Every target the run's kill signalled was one of its survivors: each outcome in the report
 /// is on a survivor (the plan held nothing else), and each survivor it ended is gone.
 fn ended_exactly_the_survivors(r: &Ran) {
@@ -141,6 +149,7 @@ fn escapes(scope: &str, script: &str, marker: &str) {
     assert!(s.get("allowed").is_none());
     assert!(r.stderr.contains("LEAK"), "{}", r.stderr);
     ended_exactly_the_survivors(&r);
+    no_cgroup_left(&r);
 }
 
 macro_rules! escape {
@@ -402,9 +411,7 @@ fn keep_leaves_the_survivors_running_and_says_how_to_look() {
     // The test's own: its run started it.
     assert!(signal_if_same(id.0, id.1, Signal::SIGKILL));
     wait_for(Duration::from_secs(10), || gone(id).then_some(()));
-    if let Some(cg) = r.report["scope"]["path"].as_str() {
-        let _ = wait_for(Duration::from_secs(5), || std::fs::remove_dir(cg).ok());
-    }
+    no_cgroup_left(&r);
 }
 
 #[test]
@@ -423,6 +430,7 @@ fn allow_names_an_expected_survivor_which_is_neither_a_leak_nor_ended() {
     let leak = r.survivor("3702");
     assert!(gone(id_of(leak)));
     let id = id_of(allowed);
+    no_cgroup_left(&r);
     assert!(signal_if_same(id.0, id.1, Signal::SIGKILL));
     // Only allowed survivors: a clean run.
     let r = run(
@@ -435,6 +443,7 @@ fn allow_names_an_expected_survivor_which_is_neither_a_leak_nor_ended() {
         "{}",
         r.stderr
     );
+    no_cgroup_left(&r);
     let id = id_of(r.survivor("3703"));
     assert!(signal_if_same(id.0, id.1, Signal::SIGKILL));
 }

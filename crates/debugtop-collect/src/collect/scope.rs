@@ -101,6 +101,24 @@ impl Cgroup {
         Ok(out)
     }
 
+    /// Moves every process still in it (and in cgroups below it) back to the cgroup it was
+    /// made in: what a run does with survivors it leaves running (kept, allowed), so that it
+    /// can remove its own.
+    pub fn hand_back(&self) -> io::Result<()> {
+        let parent = self
+            .dir
+            .parent()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a cgroup at the root"))?;
+        for pid in self.members()? {
+            // One that exited meanwhile is no loss (ESRCH).
+            match std::fs::write(parent.join("cgroup.procs"), pid.to_string()) {
+                Err(e) if e.raw_os_error() != Some(3) => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Removes it (and cgroups made below it), once empty; the error says what holds it.
     pub fn remove(&self) -> io::Result<()> {
         fn below_first(d: &Path) -> io::Result<()> {

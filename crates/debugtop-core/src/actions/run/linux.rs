@@ -51,9 +51,7 @@ pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
     if !config.keep {
         end_leaks(&mut survivors, audit.map(|a| &a.live), config.kill_grace).await;
     }
-    // Kept and allowed survivors still run in the cgroup: it stays while they do.
-    let still_running = survivors.iter().any(|s| s.ended.is_none());
-    release(&held, still_running, &mut lived);
+    release(&held, &mut lived);
     let snapshot = audit
         .filter(|_| config.snapshot)
         .map(|a| incident::of_run(&a.snapshot, &survivors));
@@ -125,13 +123,16 @@ async fn end_leaks(survivors: &mut [Survivor], live: Option<&LiveTable>, grace: 
     }
 }
 
-/// Lets the scope go: the cgroup removed once empty (kept while survivors left running, kept
-/// or allowed, are in it), adopted orphans reaped.
-fn release(held: &Held, kept: bool, lived: &mut Lived) {
+/// Lets the scope go: survivors left running (kept, allowed) handed back to the cgroup the
+/// run was made in, the run's cgroup removed once empty, adopted orphans reaped.
+fn release(held: &Held, lived: &mut Lived) {
     crate::collect::scope::reap_children();
     let Some(cg) = &held.cgroup else { return };
-    if kept {
-        return;
+    if let Err(e) = cg.hand_back() {
+        lived.problems.push(format!(
+            "cannot move what is left running out of the cgroup {}: {e}",
+            cg.dir().display()
+        ));
     }
     // The last members may take a moment to leave the cgroup after they are reaped.
     let until = Instant::now() + Duration::from_secs(2);
