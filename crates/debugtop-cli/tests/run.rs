@@ -117,8 +117,9 @@ fn no_cgroup_left(r: &Ran) {
     }
 }
 
-/// Every target the run's kill signalled was one of its survivors: each outcome in the report
-/// is on a survivor (the plan held nothing else), and each survivor it ended is gone.
+/// Every survivor the run reported was ended by it and is gone now. (That nothing else was
+/// signalled is the plan's refusal of non-survivors, `end::only_these`; the report carries no
+/// outcome for what it refused, so this checks the survivors' side only.)
 fn ended_exactly_the_survivors(r: &Ran) {
     for s in r.survivors() {
         let ended = &s["ended"]["outcome"];

@@ -242,10 +242,6 @@ pub struct Member {
     pub pid: u32,
     /// Its parent now.
     pub ppid: u32,
-    /// Its process group.
-    pub pgid: u32,
-    /// Its session.
-    pub sid: u32,
     /// Its state.
     pub state: ProcState,
     /// Start ticks (its identity with the pid).
@@ -262,8 +258,6 @@ pub fn read_member(pid: u32) -> Option<Member> {
     Some(Member {
         pid,
         ppid: st.ppid,
-        pgid: st.pgrp,
-        sid: st.session,
         state: ProcState::from_letter(st.state),
         start_ticks: st.starttime,
         cpu_ticks: st.utime + st.stime,

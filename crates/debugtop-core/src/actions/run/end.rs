@@ -51,3 +51,52 @@ pub fn end(live: &LiveTable, p: &KillPlan) -> HashMap<u32, Outcome> {
         .map(|o| (o.pid, o.outcome))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two of the test's own `sleep`s, planned together: only the identity named stays a
+    /// target; the other, and the named pid under another start time, are refused.
+    #[test]
+    fn a_plan_keeps_only_the_runs_identities() {
+        let spawn = || {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .expect("sleep")
+        };
+        let (mut a, mut b) = (spawn(), spawn());
+        let ticks = |pid| crate::collect::glance(pid).expect("alive").start_ticks;
+        let (ia, ib) = (
+            ProcId::new(a.id(), ticks(a.id())),
+            ProcId::new(b.id(), ticks(b.id())),
+        );
+        let empty = LiveTable::new(&[], crate::sources::self_info());
+        let table = with_processes(&empty, &[ia.pid, ib.pid]);
+        let both = plan(
+            &table,
+            &[ia.pid, ib.pid],
+            PlanOptions {
+                tree: false,
+                grace: Duration::ZERO,
+            },
+        );
+        assert_eq!(both.targets.len(), 2, "{both:?}");
+        let mut p = both.clone();
+        only_these(&mut p, &[ia]);
+        let targets: Vec<u32> = p.targets.iter().map(|t| t.pid).collect();
+        assert_eq!(targets, [ia.pid]);
+        assert!(p
+            .refused
+            .iter()
+            .any(|r| r.pid == ib.pid && r.why.contains("not a process of this run")));
+        let mut p = both;
+        only_these(&mut p, &[ProcId::new(ia.pid, ia.start_ticks + 1)]);
+        assert!(p.targets.is_empty(), "a reused pid is not the run's: {p:?}");
+        for c in [&mut a, &mut b] {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
