@@ -57,7 +57,7 @@ ui:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p debugtop-cli -p debugtop-core --features debugtop-core/windows-kill-driver \
+	$(CARGO) clippy -p debugtop-cli -p debugtop-core --features debugtop-core/windows-test-drivers \
 	  --target x86_64-pc-windows-gnu -- -D warnings
 	cd ui && npm run check
 
@@ -78,7 +78,7 @@ PAIRED_WINE := binary_id(debugtop-cli::windows)
 # ends a cancelled run with an exit code, not by the signal, so the shell must be told).
 test-rust:
 	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build -p debugtop-cli \
-	  -p debugtop-core --features debugtop-core/windows-kill-driver \
+	  -p debugtop-core --features debugtop-core/windows-test-drivers \
 	  --target x86_64-pc-windows-gnu --target x86_64-unknown-linux-musl
 	trap 'exit 130' INT TERM; failed=0; \
 	$(CARGO) nextest run --workspace -E 'not ($(PAIRED_HOSTS) | $(PAIRED_WINE))' || failed=1; \

@@ -141,17 +141,24 @@ impl Wine {
     /// Runs another program of this build for Windows (copied beside the CLI, where the
     /// ProcessPrng stand-in is) to its end: exit code, stdout, stderr.
     pub fn run_built(&self, exe: &Path, args: &[&str]) -> (i32, String, String) {
+        let copy = self.place_built(exe);
+        self.run(&copy, args)
+    }
+
+    /// Copies another program of this build for Windows beside the CLI (where the ProcessPrng
+    /// stand-in is): its path there.
+    pub fn place_built(&self, exe: &Path) -> PathBuf {
         require(
             exe,
             "a Windows program of this build",
-            "run `make test` (it cross-builds the CLI and `replaced_pid`: `cargo build -p \
-             debugtop-core --features debugtop-core/windows-kill-driver --target \
+            "run `make test` (it cross-builds the CLI, `replaced_pid` and `breakaway`: `cargo \
+             build -p debugtop-core --features debugtop-core/windows-test-drivers --target \
              x86_64-pc-windows-gnu`)",
         );
         let name = exe.file_name().expect("a file name");
         let copy = self.cli.with_file_name(name);
         std::fs::copy(exe, &copy).expect("copy the program");
-        self.run(&copy, args)
+        copy
     }
 
     fn run(&self, program: &Path, args: &[&str]) -> (i32, String, String) {

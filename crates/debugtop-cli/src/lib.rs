@@ -164,8 +164,8 @@ pub enum Command {
     ///
     /// CMD runs as it would without debugtop (stdio, terminal, environment, directory; SIGINT,
     /// SIGTERM, SIGHUP and SIGQUIT are passed on), in a cgroup of its own where one can be
-    /// made, else with debugtop as its subreaper: every process it starts stays in scope,
-    /// however it leaves its parent. When CMD exits, the run waits the grace for teardown,
+    /// made, else with debugtop as its subreaper (on Windows, in a job object): every process
+    /// it starts stays in scope, however it leaves its parent. When CMD exits, the run waits the grace for teardown,
     /// then names every process of the run still alive (role, finding, command line, who
     /// started it, which test) and ends them with the planned, verified kill.
     ///
@@ -198,7 +198,7 @@ pub enum Leaks {
 /// How a run keeps its command's processes in scope.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScopeArg {
-    /// A cgroup where one can be made, else a subreaper.
+    /// A cgroup where one can be made, else a subreaper (on Windows, a job object).
     Auto,
     /// A cgroup, or fail.
     Cgroup,

@@ -687,3 +687,125 @@ fn a_reconnecting_hosts_twins_under_wine_are_not_judged_and_the_table_says_why()
     host.signal(Signal::SIGKILL);
     host.reap();
 }
+
+/// `run` under Wine around `command`: its status, its JSON report, its stderr and stdout.
+fn run_around(wine: &Wine, command: &[String]) -> (i32, Value, String, String) {
+    let json = wine.dir.path().join("run.json");
+    let _ = std::fs::remove_file(&json);
+    let mut args = vec!["run".to_owned(), "--json".into(), win(&json), "--".into()];
+    args.extend(command.iter().cloned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, out, err) = wine.cli(&args);
+    let text = std::fs::read_to_string(&json)
+        .unwrap_or_else(|e| panic!("no run report ({e}): {out}{err}"));
+    let report = serde_json::from_str(&text).expect("the run report is JSON");
+    (code, report, err, out)
+}
+
+/// The pid printed after `word` on a line of `out`.
+fn printed_pid(out: &str, word: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(word)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `{word}` pid in {out}"))
+}
+
+fn survivor_pids(report: &Value) -> Vec<u64> {
+    report["survivors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| pid_of_id(&s["id"]))
+        .collect()
+}
+
+/// The pid of an identity (`"pid.start"`).
+fn pid_of_id(id: &Value) -> Option<u64> {
+    id.as_str()?.split_once('.')?.0.parse().ok()
+}
+
+fn windows_pids(wine: &Wine) -> Vec<u64> {
+    procs(&wine.snapshot())
+        .iter()
+        .filter_map(|p| p["pid"].as_u64())
+        .collect()
+}
+
+#[test]
+fn run_on_windows_names_the_child_real_node_left_in_its_job_and_ends_exactly_it() {
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
+    let node = win(&debugtop_e2e::wine::windows_node());
+    let script = win(Path::new(&fixture("run/leak-a-child.js")));
+    let (code, report, err, out) = run_around(&wine, &[node, script]);
+    let detached = printed_pid(&out, "detached");
+    let attached = printed_pid(&out, "attached");
+    assert_eq!(code, 86, "the leak status: {err}");
+    assert_eq!(report["scope"]["kind"], "job-object", "{report:#}");
+    assert_eq!(report["verdict"], "leaked", "{report:#}");
+    // The detached child outlived node; the attached one ended with node's own job, as it
+    // does without debugtop.
+    assert_eq!(survivor_pids(&report), [detached], "{report:#}");
+    let s = &report["survivors"][0];
+    assert_eq!(s["ended"]["outcome"], "terminated", "{s:#}");
+    assert!(s.get("broke_away").is_none(), "it stayed in the job: {s:#}");
+    assert!(
+        s["argv"].to_string().contains("setTimeout"),
+        "its command line: {s:#}"
+    );
+    let parent = &s["ancestry"][0];
+    assert!(
+        parent["argv"].to_string().contains("leak-a-child.js") && parent["gone"] == true,
+        "under the script that started it: {s:#}"
+    );
+    assert!(err.contains("LEAK: process"), "{err}");
+    let now = windows_pids(&wine);
+    assert!(
+        !now.contains(&detached) && !now.contains(&attached),
+        "the leak was ended: {now:?}"
+    );
+}
+
+#[test]
+fn run_on_windows_is_clean_for_a_tidy_script_and_passes_its_status_on() {
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
+    let node = win(&debugtop_e2e::wine::windows_node());
+    let script = win(Path::new(&fixture("run/tidy.js")));
+    let (code, report, err, _) = run_around(&wine, &[node.clone(), script.clone()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(report["verdict"], "clean", "{report:#}");
+    assert_eq!(survivor_pids(&report), Vec::<u64>::new(), "{report:#}");
+    // Near miss: a failing command is the command's failure, its own status, not a leak.
+    let (code, report, err, _) = run_around(&wine, &[node, script, "3".into()]);
+    assert_eq!(code, 3, "{err}");
+    assert_eq!(report["verdict"], "command-failed", "{report:#}");
+    assert_eq!(survivor_pids(&report), Vec::<u64>::new(), "{report:#}");
+}
+
+#[test]
+fn run_on_windows_says_which_process_broke_away_from_its_job_and_ends_it_too() {
+    let _one = ONE_AT_A_TIME.blocking_lock();
+    let wine = Wine::prepare();
+    let exe = wine.place_built(&debugtop_e2e::wine::windows_build().join("breakaway.exe"));
+    let (code, report, err, out) = run_around(&wine, &[win(&exe)]);
+    let away = printed_pid(&out, "away");
+    let stayed = printed_pid(&out, "stayed");
+    assert_eq!(code, 86, "{err}");
+    let mut pids = survivor_pids(&report);
+    pids.sort_unstable();
+    let mut want = vec![away, stayed];
+    want.sort_unstable();
+    assert_eq!(pids, want, "{report:#}");
+    for s in report["survivors"].as_array().into_iter().flatten() {
+        let pid = pid_of_id(&s["id"]);
+        assert_eq!(
+            s.get("broke_away") == Some(&json!(true)),
+            pid == Some(away),
+            "only the one that asked to leave is said to have left: {s:#}"
+        );
+        assert_eq!(s["ended"]["outcome"], "terminated", "{s:#}");
+    }
+    assert!(err.contains("left the run's scope"), "{err}");
+    let now = windows_pids(&wine);
+    assert!(!now.contains(&away) && !now.contains(&stayed), "{now:?}");
+}

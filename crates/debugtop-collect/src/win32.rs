@@ -1,5 +1,6 @@
 //! The Win32 calls debugtop makes on Windows (the collector, the exit watch, the kill, the
-//! facts about debugtop itself), each behind a safe function. This is the only module of
+//! job a `run` keeps its command in, the facts about debugtop itself), each behind a safe
+//! function. This is the only module of
 //! debugtop with `unsafe`: foreign calls whose buffers and handles it owns.
 //! Every pointer handed to Windows points into a buffer of the size passed with it; every
 //! handle is closed exactly once, by [`Handle`]'s drop.
@@ -43,6 +44,8 @@ pub enum Access {
     Terminate,
     /// Times and wait: what the exit watcher needs.
     Wait,
+    /// What putting a process into a job needs (set quota and terminate).
+    Assign,
 }
 
 /// One row of the Toolhelp32 process snapshot.
@@ -127,6 +130,11 @@ pub fn open(pid: u32, access: Access) -> std::io::Result<Handle> {
             PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_TERMINATE | PROCESS_SYNCHRONIZE
         }
         Access::Wait => PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_SYNCHRONIZE,
+        Access::Assign => {
+            PROCESS_QUERY_LIMITED_INFORMATION
+                | windows_sys::Win32::System::Threading::PROCESS_SET_QUOTA
+                | PROCESS_TERMINATE
+        }
     };
     // SAFETY: plain call; a null result is an error.
     let h = unsafe { OpenProcess(rights, 0, pid) };
@@ -648,5 +656,147 @@ pub fn register_exit_wait(
         // SAFETY: never registered: the box is still ours alone.
         drop(unsafe { Box::from_raw(boxed) });
         None
+    }
+}
+
+/// A job object (closed on drop; its processes go on running: it never kills on close).
+#[derive(Debug)]
+pub struct Job(Handle);
+
+impl Job {
+    /// A new, unnamed job whose processes may ask to leave it (`CREATE_BREAKAWAY_FROM_JOB`
+    /// works as it would without the job, so a command that asks for it still starts; the
+    /// caller finds who left by their parent).
+    pub fn create() -> std::io::Result<Self> {
+        use windows_sys::Win32::System::JobObjects::{
+            CreateJobObjectW, JobObjectExtendedLimitInformation, SetInformationJobObject,
+            JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JOB_OBJECT_LIMIT_BREAKAWAY_OK,
+        };
+        // SAFETY: no attributes, no name; a null result is an error.
+        let h = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+        if h.is_null() {
+            return Err(last_error());
+        }
+        let job = Self(Handle(h));
+        let mut limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION::default();
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_BREAKAWAY_OK;
+        let size =
+            u32::try_from(std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>()).unwrap_or(0);
+        // SAFETY: `limits` is the struct of the class passed, with its size.
+        let ok = unsafe {
+            SetInformationJobObject(
+                (job.0).0,
+                JobObjectExtendedLimitInformation,
+                (&raw const limits).cast::<c_void>(),
+                size,
+            )
+        } != 0;
+        if ok {
+            Ok(job)
+        } else {
+            Err(last_error())
+        }
+    }
+
+    /// Puts the process of `h` (opened with [`Access::Assign`]) into the job.
+    pub fn assign(&self, h: &Handle) -> std::io::Result<()> {
+        use windows_sys::Win32::System::JobObjects::AssignProcessToJobObject;
+        // SAFETY: two valid handles owned by the caller.
+        if unsafe { AssignProcessToJobObject((self.0).0, h.0) } != 0 {
+            Ok(())
+        } else {
+            Err(last_error())
+        }
+    }
+
+    /// The pids of the job's processes now (those of jobs nested in it among them).
+    pub fn pids(&self) -> std::io::Result<Vec<u32>> {
+        use windows_sys::Win32::Foundation::ERROR_MORE_DATA;
+        use windows_sys::Win32::System::JobObjects::{
+            JobObjectBasicProcessIdList, QueryInformationJobObject,
+        };
+        let mut room = 256usize;
+        loop {
+            // Two u32 counts (one usize), then the pids as usizes.
+            let mut buf = vec![0usize; room + 1];
+            let bytes = u32::try_from(buf.len() * std::mem::size_of::<usize>()).unwrap_or(0);
+            // SAFETY: `buf` is `bytes` long and usize-aligned, as the list's struct is.
+            let ok = unsafe {
+                QueryInformationJobObject(
+                    (self.0).0,
+                    JobObjectBasicProcessIdList,
+                    buf.as_mut_ptr().cast::<c_void>(),
+                    bytes,
+                    std::ptr::null_mut(),
+                )
+            } != 0;
+            let err = (!ok).then(last_error);
+            let assigned = usize::try_from(buf[0] as u64 & 0xffff_ffff).unwrap_or(0);
+            let listed = usize::try_from(buf[0] as u64 >> 32).unwrap_or(0);
+            match err {
+                None => {
+                    return Ok(buf
+                        .iter()
+                        .skip(1)
+                        .take(listed.min(room))
+                        .filter_map(|p| u32::try_from(*p).ok())
+                        .collect())
+                }
+                Some(e) if e.raw_os_error() != i32::try_from(ERROR_MORE_DATA).ok() => {
+                    return Err(e)
+                }
+                Some(_) if room >= 1 << 20 => {
+                    return Err(std::io::Error::other(
+                        "the job lists over a million processes",
+                    ))
+                }
+                Some(_) => {}
+            }
+            room = (assigned + 64).max(room * 2);
+        }
+    }
+}
+
+/// Resumes every thread of `pid` (a process started suspended, to be put in a job before it
+/// runs): how many were resumed.
+pub fn resume_threads(pid: u32) -> std::io::Result<usize> {
+    use windows_sys::Win32::System::Diagnostics::ToolHelp::{
+        Thread32First, Thread32Next, TH32CS_SNAPTHREAD, THREADENTRY32,
+    };
+    use windows_sys::Win32::System::Threading::{OpenThread, ResumeThread, THREAD_SUSPEND_RESUME};
+    // SAFETY: plain call; the result is checked against INVALID_HANDLE_VALUE.
+    let snap = unsafe { CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0) };
+    if snap == INVALID_HANDLE_VALUE {
+        return Err(last_error());
+    }
+    let snap = Handle(snap);
+    let mut e = THREADENTRY32 {
+        dwSize: u32::try_from(std::mem::size_of::<THREADENTRY32>()).unwrap_or(0),
+        ..Default::default()
+    };
+    let mut resumed = 0;
+    // SAFETY: `e` is a THREADENTRY32 with dwSize set, as the API requires.
+    let mut ok = unsafe { Thread32First(snap.0, &mut e) } != 0;
+    while ok {
+        if e.th32OwnerProcessID == pid {
+            // SAFETY: plain call; a null result is skipped.
+            let t = unsafe { OpenThread(THREAD_SUSPEND_RESUME, 0, e.th32ThreadID) };
+            if !t.is_null() {
+                let t = Handle(t);
+                // SAFETY: a thread handle opened with THREAD_SUSPEND_RESUME.
+                if unsafe { ResumeThread(t.0) } != u32::MAX {
+                    resumed += 1;
+                }
+            }
+        }
+        // SAFETY: as above.
+        ok = unsafe { Thread32Next(snap.0, &mut e) } != 0;
+    }
+    if resumed == 0 {
+        Err(std::io::Error::other(format!(
+            "no thread of process {pid} could be resumed"
+        )))
+    } else {
+        Ok(resumed)
     }
 }

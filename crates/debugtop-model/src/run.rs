@@ -213,6 +213,10 @@ pub struct Survivor {
     /// Why it is not a leak, when an `--allow` names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<Allowance>,
+    /// It left the run's scope (a Windows process started with `CREATE_BREAKAWAY_FROM_JOB`),
+    /// and was found by its parent, a member alive at that look.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub broke_away: bool,
     /// What ending it did (none with `--keep`, or for an allowed survivor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<Outcome>,

@@ -61,7 +61,7 @@ pub mod ns;
 pub mod parse;
 pub mod portable;
 mod relate;
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 pub mod scope;
 #[cfg(target_os = "linux")]
 mod sock_diag;

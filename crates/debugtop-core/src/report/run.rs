@@ -110,6 +110,13 @@ fn survivor_lines(s: &Survivor) -> String {
         let _ = writeln!(out, "      test: {}", one_line(&t.to_string()));
     }
     let _ = writeln!(out, "      started by: {}", ancestry_line(s));
+    if s.broke_away {
+        let _ = writeln!(
+            out,
+            "      left the run's scope: it was started to break away from the job, and was \
+             found by its parent"
+        );
+    }
     if let Some(o) = &s.ended {
         let _ = writeln!(out, "      ended: {}", one_line(&outcome_words(o)));
     }
@@ -347,6 +354,7 @@ mod tests {
                 name: "t/test_a.py::test_b".into(),
             }),
             allowed: None,
+            broke_away: false,
             ended: Some(crate::model::Outcome::Exited),
         }
     }
@@ -362,6 +370,13 @@ mod tests {
         );
         assert!(text.contains("started by: pytest (4200, gone)"), "{text}");
         assert!(text.contains("exit status 86"), "{text}");
+        assert!(!text.contains("left the run's scope"), "{text}");
+        let away = Survivor {
+            broke_away: true,
+            ..survivor("sleep 60")
+        };
+        let text = to_text(&report(vec![away]));
+        assert!(text.contains("left the run's scope"), "{text}");
         let clean = to_text(&report(Vec::new()));
         assert!(clean.contains("nothing of it outlived it"), "{clean}");
         assert!(clean.contains("exit status 0"), "{clean}");

@@ -1,5 +1,5 @@
 //! `run -- CMD`: the leak check around one command. The command runs as it would without
-//! debugtop, inside a scope nothing it starts can leave; when it exits, the run waits a grace
+//! debugtop, inside a scope nothing it starts leaves unseen; when it exits, the run waits a grace
 //! for teardown, then names every process of the run still alive — by role and finding as the
 //! engine names them, under the parent that started it, with the test that started it — ends
 //! exactly those with the planned, verified kill, and answers with a status CI can use.
@@ -8,10 +8,21 @@ pub mod incident;
 pub mod lineage;
 pub mod survivors;
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 mod end;
+#[cfg(windows)]
+mod job;
+#[cfg(any(target_os = "linux", windows))]
+mod recipe;
 #[cfg(target_os = "linux")]
 pub mod supervise;
+#[cfg(any(target_os = "linux", windows))]
+mod watch;
+
+#[cfg(windows)]
+use job as os;
+#[cfg(target_os = "linux")]
+use supervise as os;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -31,7 +42,7 @@ pub const DEFAULT_RUN_GRACE: Duration = Duration::from_secs(6);
 /// Which scope to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScopeChoice {
-    /// A cgroup where one can be made, else a subreaper.
+    /// A cgroup where one can be made, else a subreaper; on Windows, a job object.
     #[default]
     Auto,
     /// A cgroup, or fail.
@@ -86,18 +97,17 @@ pub struct RunAnswer {
     pub snapshot: Option<Snapshot>,
 }
 
-#[cfg(target_os = "linux")]
-mod linux;
-#[cfg(target_os = "linux")]
-pub use linux::run;
+#[cfg(any(target_os = "linux", windows))]
+pub use recipe::run;
 
 /// `run` where this build has no scope to keep a command's processes in.
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", windows)))]
 pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
     let _ = config;
     Err(crate::Error::SystemInfo {
         what: "a scope for the run's processes",
-        detail: "`run` keeps them in a cgroup or as a subreaper, on Linux only in this build"
+        detail: "`run` keeps them in a cgroup or as a subreaper on Linux, in a job object on \
+                 Windows; this build is for neither"
             .into(),
     })
 }

@@ -1,27 +1,22 @@
 //! The command's life under `run` on Linux: the scope made (a cgroup, else debugtop as a
 //! subreaper), the command started in it with everything it would have had without debugtop
 //! (stdio, terminal, process group, environment, directory), the four signals a user or a CI
-//! runner sends passed on, every member looked at as it appears (for its ancestry and its
-//! test), the command's status taken, and what is left waited for through the grace.
+//! runner sends passed on, the command's status taken, and the scope let go.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 
 use super::lineage::{FirstSight, Lineage};
+use super::watch::{Lived, Looks, NotLived, LOOK_EVERY};
 use super::{Joiner, ScopeChoice};
-use crate::collect::scope::{self, Cgroup, Member, Reaped};
+use crate::collect::scope::{self, Cgroup, Reaped, ScopeLook};
 use crate::model::{CommandEnd, ProcId, RunScope, ScopeKind};
-
-/// How often the run looks at its members while the command runs: a parent that lives less
-/// than this between forking and exiting is not seen (its child is then shown adopted).
-const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// The scope as it is held during the run.
 #[derive(Debug)]
@@ -33,11 +28,48 @@ pub struct Held {
 }
 
 impl Held {
-    /// Every member's pid now (zombies included; the caller reads their state).
-    pub fn members(&self, me: u32) -> std::io::Result<Vec<u32>> {
-        match &self.cgroup {
-            Some(cg) => cg.members(),
-            None => Ok(scope::descendants(me)),
+    /// Every member now (zombies included; the caller reads their state). Nothing leaves a
+    /// cgroup or a subreaper's tree on its own, so none left.
+    pub fn look(&self) -> std::io::Result<ScopeLook> {
+        let pids = match &self.cgroup {
+            Some(cg) => cg.members()?,
+            None => scope::descendants(std::process::id()),
+        };
+        Ok(ScopeLook {
+            members: pids.into_iter().filter_map(scope::read_member).collect(),
+            left: Vec::new(),
+        })
+    }
+
+    /// Lets the scope go: survivors left running (kept, allowed) handed back to the cgroup
+    /// the run was made in, the run's cgroup removed once empty, adopted orphans reaped.
+    pub fn release(&self, problems: &mut Vec<String>) {
+        scope::reap_children();
+        let Some(cg) = &self.cgroup else { return };
+        if let Err(e) = cg.hand_back() {
+            problems.push(format!(
+                "cannot move what is left running out of the cgroup {}: {e}",
+                cg.dir().display()
+            ));
+        }
+        // The last members may take a moment to leave the cgroup after they are reaped.
+        let until = Instant::now() + Duration::from_secs(2);
+        while let Err(e) = cg.remove() {
+            if Instant::now() >= until {
+                problems.push(format!(
+                    "cannot remove the cgroup {}: {e}",
+                    cg.dir().display()
+                ));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Lets the scope of a command that never started go.
+    pub fn release_unstarted(&self) {
+        if let Some(cg) = &self.cgroup {
+            let _ = cg.remove();
         }
     }
 }
@@ -106,44 +138,21 @@ fn cgroup_for_run(j: &Joiner) -> Result<Cgroup, String> {
     }
 }
 
-/// What the command's life left for the report.
-#[derive(Debug)]
-pub struct Lived {
-    /// Its pid and start.
-    pub id: ProcId,
-    /// When it started.
-    pub started_at: DateTime<Utc>,
-    /// How long it ran.
-    pub ran: Duration,
-    /// How it ended.
-    pub end: CommandEnd,
-    /// When it ended.
-    pub ended: Instant,
-    /// Who started whom.
-    pub lineage: Lineage,
-    /// Signals passed on, by name.
-    pub forwarded: Vec<String>,
-    /// Whether a second interrupt asked to stop waiting.
-    pub hurry: bool,
-    /// What could not be read (members).
-    pub problems: Vec<String>,
-}
-
 /// Starts the command in the scope and lives with it until it exits.
 pub async fn live(
     held: &Held,
     command: &[OsString],
     joiner: Option<&Joiner>,
     signals: &mut Forwarder,
-) -> Result<Lived, String> {
-    let (program, mut cmd) = command_in(held, command, joiner)?;
+) -> Result<Lived, NotLived> {
+    let (program, mut cmd) = command_in(held, command, joiner).map_err(NotLived::NotStarted)?;
     let mut sigchld = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
-        .map_err(|e| format!("cannot watch for the command's exit: {e}"))?;
+        .map_err(|e| NotLived::Unchecked(format!("cannot watch for the command's exit: {e}")))?;
     let started = Instant::now();
     let started_at = Utc::now();
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", program.to_string_lossy()))?;
+    let child = cmd.spawn().map_err(|e| {
+        NotLived::NotStarted(format!("cannot start {}: {e}", program.to_string_lossy()))
+    })?;
     let pid = child.id();
     // Never waited through `Child`: the run reaps with waitpid, the command with the rest.
     drop(child);
@@ -181,9 +190,10 @@ pub async fn live(
         end,
         ended: Instant::now(),
         lineage,
+        looks,
         forwarded: std::mem::take(&mut signals.forwarded),
         hurry: false,
-        problems: looks.problems,
+        problems: Vec::new(),
     })
 }
 
@@ -224,113 +234,6 @@ fn reaped_command(pid: u32) -> Option<CommandEnd> {
         })
 }
 
-/// The looks at the members: each new one read once.
-#[derive(Debug, Default)]
-pub struct Looks {
-    /// What could not be read, once each.
-    pub problems: Vec<String>,
-}
-
-impl Looks {
-    /// One look: new members remembered, gone ones marked. Returns the members alive now
-    /// (not zombies).
-    pub fn look(&mut self, held: &Held, lineage: &mut Lineage) -> Vec<Member> {
-        let pids = match held.members(std::process::id()) {
-            Ok(p) => p,
-            Err(e) => {
-                let problem = format!("cannot list the run's processes: {e}");
-                if !self.problems.contains(&problem) {
-                    self.problems.push(problem);
-                }
-                return Vec::new();
-            }
-        };
-        // Oldest first: a parent seen for the first time in the same look as its child is
-        // remembered before it.
-        let mut members: Vec<Member> = pids.into_iter().filter_map(scope::read_member).collect();
-        members.sort_by_key(|m| m.start_ticks);
-        let ids: HashSet<ProcId> = members
-            .iter()
-            .filter(|m| m.state.is_alive())
-            .map(|m| ProcId::new(m.pid, m.start_ticks))
-            .collect();
-        lineage.keep_only(&ids);
-        for m in &members {
-            let id = ProcId::new(m.pid, m.start_ticks);
-            if !lineage.knows(id) {
-                lineage.see(FirstSight {
-                    id,
-                    ppid: m.ppid,
-                    argv: scope::read_argv(m.pid),
-                    test_env: scope::read_test_env(m.pid),
-                });
-            } else if lineage.young(id) && m.state.is_alive() {
-                lineage.read_again(id, scope::read_argv(m.pid), scope::read_test_env(m.pid));
-            }
-        }
-        lineage.keep_only(&ids);
-        members.retain(|m| m.state.is_alive());
-        members
-    }
-}
-
-/// Waits the grace after the command, looking as before, until nothing of the run is alive,
-/// the grace has passed, or an interrupt asks to stop waiting; then the members alive.
-pub async fn linger(
-    held: &Held,
-    lived: &mut Lived,
-    grace: Duration,
-    signals: &mut Forwarder,
-) -> Vec<(Member, Option<f32>)> {
-    let mut looks = Looks::default();
-    let until = lived.ended + grace;
-    let mut first = std::collections::HashMap::new();
-    loop {
-        scope::reap_children();
-        let alive = looks.look(held, &mut lived.lineage);
-        for m in &alive {
-            first
-                .entry(ProcId::new(m.pid, m.start_ticks))
-                .or_insert((m.cpu_ticks, Instant::now()));
-        }
-        let done = Instant::now() >= until || lived.hurry;
-        if alive.is_empty() || done {
-            lived.problems.extend(looks.problems);
-            return with_cpu(alive, &first);
-        }
-        tokio::select! {
-            () = tokio::time::sleep(LOOK_EVERY) => {}
-            Some((sig, _)) = signals.next() => {
-                if sig == SIGINT || sig == SIGTERM {
-                    lived.hurry = true;
-                }
-            }
-        }
-    }
-}
-
-/// Each member with its CPU since it was first seen after the command, in percent of a core
-/// (none when that was under 200 ms: too short to say).
-fn with_cpu(
-    alive: Vec<Member>,
-    first: &std::collections::HashMap<ProcId, (u64, Instant)>,
-) -> Vec<(Member, Option<f32>)> {
-    let tps = scope::ticks_per_second() as f64;
-    alive
-        .into_iter()
-        .map(|m| {
-            let cpu = first
-                .get(&ProcId::new(m.pid, m.start_ticks))
-                .filter(|(_, at)| at.elapsed() >= Duration::from_millis(200))
-                .map(|(ticks, at)| {
-                    let used = m.cpu_ticks.saturating_sub(*ticks) as f64 / tps;
-                    (used / at.elapsed().as_secs_f64() * 100.0) as f32
-                });
-            (m, cpu)
-        })
-        .collect()
-}
-
 /// The signals `run` passes on, read with who sent them. Made before the command starts and
 /// held until the report is out: from then on they never end debugtop midway.
 #[derive(Debug)]
@@ -366,6 +269,15 @@ impl Forwarder {
 
     async fn next(&mut self) -> Option<(i32, bool)> {
         self.rx.recv().await
+    }
+
+    /// The next signal, taken (after the command it is not passed on); whether it is an
+    /// interrupt (SIGINT, SIGTERM), which asks the run to stop waiting.
+    pub async fn next_interrupt(&mut self) -> bool {
+        match self.next().await {
+            Some((sig, _)) => sig == SIGINT || sig == SIGTERM,
+            None => std::future::pending().await,
+        }
     }
 
     /// Sends `sig` to the command (not yet reaped, so its pid is still its own), unless the

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 use crate::collect::scope::{self, Member};
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 use crate::model::Survivor;
 use crate::model::{Allowance, Finding, Proc, ProcId, Role};
 
@@ -96,6 +96,8 @@ impl EngineView<'_> {
 pub struct Describe<'a> {
     /// The run's memory.
     pub lineage: &'a Lineage,
+    /// Those that left the scope.
+    pub left: &'a std::collections::HashSet<ProcId>,
     /// The command's identity (start ticks: when the run's clock starts).
     pub command: ProcId,
     /// Milliseconds since the command ended.
@@ -109,10 +111,9 @@ pub struct Describe<'a> {
 }
 
 /// Each alive member (with its CPU) as a survivor.
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", windows))]
 pub fn describe(alive: &[(Member, Option<f32>)], d: &Describe<'_>) -> Vec<Survivor> {
     let tps = scope::ticks_per_second();
-    let page = scope::page_size();
     let redact = |argv: &[String]| {
         if d.redact {
             crate::redact::redact_argv(argv)
@@ -151,9 +152,10 @@ pub fn describe(alive: &[(Member, Option<f32>)], d: &Describe<'_>) -> Vec<Surviv
                 ancestry_complete: complete,
                 started_after_ms: started / tps.max(1) as i64,
                 outlived_ms: d.since_end_ms,
-                rss_bytes: m.rss_pages.saturating_mul(page),
+                rss_bytes: m.rss_bytes,
                 cpu_percent: *cpu,
                 test: d.lineage.test_of(id),
+                broke_away: d.left.contains(&id),
                 ended: None,
             }
         })

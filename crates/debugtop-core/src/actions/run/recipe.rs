@@ -1,12 +1,14 @@
-//! The run's recipe on Linux, as a few named steps: hold a scope, live with the command,
-//! linger through the grace, ask the engine about what is left, end it, report.
+//! The run's recipe, the same on every OS, as a few named steps: hold a scope, live with the
+//! command, linger through the grace, ask the engine about what is left, end it, let the
+//! scope go, report.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::Utc;
 
-use super::supervise::{self, Forwarder, Held, Lived};
+use super::os::{self, Forwarder, Held};
 use super::survivors::{describe, Describe, EngineView};
+use super::watch::{linger, Lived, NotLived};
 use super::{end, incident, RunAnswer, RunConfig};
 use crate::actions::audit::{audit_here, AuditConfig, AuditRun};
 use crate::collect::scope::Member;
@@ -28,14 +30,19 @@ pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
         detail,
     };
     let mut signals = Forwarder::start().map_err(unchecked)?;
-    let held = supervise::open(config.scope, config.joiner.as_ref()).map_err(unchecked)?;
+    let held = os::open(config.scope, config.joiner.as_ref()).map_err(unchecked)?;
     let started_at = Utc::now();
-    let mut lived =
-        match supervise::live(&held, &config.command, config.joiner.as_ref(), &mut signals).await {
-            Ok(l) => l,
-            Err(why) => return Ok(not_started(config, &held, started_at, why)),
-        };
-    let alive = supervise::linger(&held, &mut lived, config.grace, &mut signals).await;
+    let mut lived = match os::live(&held, &config.command, config.joiner.as_ref(), &mut signals)
+        .await
+    {
+        Ok(l) => l,
+        Err(NotLived::NotStarted(why)) => return Ok(not_started(config, &held, started_at, why)),
+        Err(NotLived::Unchecked(why)) => {
+            held.release_unstarted();
+            return Err(unchecked(why));
+        }
+    };
+    let alive = linger(&held, &mut lived, config.grace, &mut signals).await;
     let engine = if !alive.is_empty() || config.snapshot {
         Some(ask_engine(config).await)
     } else {
@@ -51,7 +58,7 @@ pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
     if !config.keep {
         end_leaks(&mut survivors, audit.map(|a| &a.live), config.kill_grace).await;
     }
-    release(&held, &mut lived);
+    held.release(&mut lived.problems);
     let snapshot = audit
         .filter(|_| config.snapshot)
         .map(|a| incident::of_run(&a.snapshot, &survivors));
@@ -89,6 +96,7 @@ fn describe_all(
         alive,
         &Describe {
             lineage: &lived.lineage,
+            left: &lived.looks.left,
             command: lived.id,
             since_end_ms: u64::try_from(lived.ended.elapsed().as_millis()).unwrap_or(u64::MAX),
             engine,
@@ -120,31 +128,6 @@ async fn end_leaks(survivors: &mut [Survivor], live: Option<&LiveTable>, grace: 
     crate::collect::scope::reap_children();
     for s in survivors.iter_mut().filter(|s| s.is_leak()) {
         s.ended = outcomes.get(&s.id.pid).cloned();
-    }
-}
-
-/// Lets the scope go: survivors left running (kept, allowed) handed back to the cgroup the
-/// run was made in, the run's cgroup removed once empty, adopted orphans reaped.
-fn release(held: &Held, lived: &mut Lived) {
-    crate::collect::scope::reap_children();
-    let Some(cg) = &held.cgroup else { return };
-    if let Err(e) = cg.hand_back() {
-        lived.problems.push(format!(
-            "cannot move what is left running out of the cgroup {}: {e}",
-            cg.dir().display()
-        ));
-    }
-    // The last members may take a moment to leave the cgroup after they are reaped.
-    let until = Instant::now() + Duration::from_secs(2);
-    while let Err(e) = cg.remove() {
-        if Instant::now() >= until {
-            lived.problems.push(format!(
-                "cannot remove the cgroup {}: {e}",
-                cg.dir().display()
-            ));
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -196,9 +179,7 @@ fn not_started(
     started_at: chrono::DateTime<Utc>,
     why: String,
 ) -> RunAnswer {
-    if let Some(cg) = &held.cgroup {
-        let _ = cg.remove();
-    }
+    held.release_unstarted();
     let mut report = RunReport {
         schema: RUN_SCHEMA.to_owned(),
         command: command_words(config),

@@ -1,18 +1,16 @@
-//! The reach of one `run`: every process a command starts, at any depth, however it leaves its
-//! parent (double fork, `setsid`, `daemon(3)`, its parent exiting first). Two ways on Linux: a
-//! cgroup v2 of the run's own, which every descendant is born into and cannot leave without
-//! rights over the cgroup tree (orphans still go to init, as without debugtop); or, where no
-//! cgroup can be made, debugtop as a child subreaper, to which the command's orphans are
-//! re-parented (and which then reaps them). What each member is, read from `/proc` once when
-//! it is first seen: its parent, its command line and what a test runner put in its
-//! environment.
+//! The run's scope on Linux, two ways: a cgroup v2 of the run's own, which every descendant
+//! is born into and cannot leave without rights over the cgroup tree (orphans still go to
+//! init, as without debugtop); or, where no cgroup can be made, debugtop as a child
+//! subreaper, to which the command's orphans are re-parented (and which then reaps them).
+//! What each member is, read from `/proc`.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use debugtop_model::ProcState;
 
-use super::parse;
+use super::{test_env_of, Member, Reaped};
+use crate::collect::parse;
 
 /// A cgroup made for one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,7 +181,7 @@ fn children_of(pid: u32) -> Option<Vec<u32>> {
 }
 
 fn descendants_by_scan(root: u32) -> Vec<u32> {
-    let links = super::parent_links();
+    let links = crate::collect::parent_links();
     let mut out = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
@@ -195,15 +193,6 @@ fn descendants_by_scan(root: u32) -> Vec<u32> {
         }
     }
     out
-}
-
-/// How a child that was reaped ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reaped {
-    /// Exited with a status.
-    Exited(i32),
-    /// Ended by a signal.
-    Signalled(i32),
 }
 
 /// Reaps every child of this process that has ended, without waiting: its pid and how it
@@ -223,45 +212,16 @@ pub fn reap_children() -> Vec<(u32, Reaped)> {
     out
 }
 
-/// The environment variables a test runner leaves in what a test starts: the only ones a
-/// member's environment is read for (secrets stay where they are).
-pub const TEST_ENV: [&str; 7] = [
-    "PYTEST_CURRENT_TEST",
-    "NEXTEST_TEST_NAME",
-    "NEXTEST_BINARY_ID",
-    "NODE_TEST_CONTEXT",
-    "JEST_WORKER_ID",
-    "VITEST_POOL_ID",
-    "VITEST_WORKER_ID",
-];
-
-/// One member of a run, read from `/proc`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Member {
-    /// Its pid.
-    pub pid: u32,
-    /// Its parent now.
-    pub ppid: u32,
-    /// Its state.
-    pub state: ProcState,
-    /// Start ticks (its identity with the pid).
-    pub start_ticks: u64,
-    /// CPU ticks used (user + system).
-    pub cpu_ticks: u64,
-    /// Resident pages.
-    pub rss_pages: u64,
-}
-
 /// `pid`'s stat, if it runs (or is a zombie) and can be read.
 pub fn read_member(pid: u32) -> Option<Member> {
-    let st = super::read_stat(pid)?;
+    let st = crate::collect::read_stat(pid)?;
     Some(Member {
         pid,
         ppid: st.ppid,
         state: ProcState::from_letter(st.state),
         start_ticks: st.starttime,
         cpu_ticks: st.utime + st.stime,
-        rss_pages: st.rss,
+        rss_bytes: st.rss.saturating_mul(page_size()),
     })
 }
 
@@ -280,48 +240,19 @@ pub fn read_test_env(pid: u32) -> Vec<(String, String)> {
     test_env_of(&raw)
 }
 
-/// The [`TEST_ENV`] variables in an environment block (`KEY=VALUE\0…`).
-pub fn test_env_of(raw: &[u8]) -> Vec<(String, String)> {
-    raw.split(|b| *b == 0)
-        .filter_map(|kv| {
-            let text = std::str::from_utf8(kv).ok()?;
-            let (k, v) = text.split_once('=')?;
-            TEST_ENV
-                .contains(&k)
-                .then(|| (k.to_owned(), v.chars().take(512).collect()))
-        })
-        .collect()
-}
-
 /// Clock ticks per second (start times and CPU are counted in them).
 pub fn ticks_per_second() -> u64 {
     procfs::ticks_per_second().max(1)
 }
 
 /// Bytes per page (resident memory is counted in pages).
-pub fn page_size() -> u64 {
+fn page_size() -> u64 {
     procfs::page_size().max(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_test_runners_variables_are_taken_from_an_environment() {
-        let raw = b"PATH=/bin\0PYTEST_CURRENT_TEST=t/test_a.py::test_b (call)\0TOKEN=s3cr3t\0JEST_WORKER_ID=2\0\0";
-        assert_eq!(
-            test_env_of(raw),
-            [
-                (
-                    "PYTEST_CURRENT_TEST".to_owned(),
-                    "t/test_a.py::test_b (call)".to_owned()
-                ),
-                ("JEST_WORKER_ID".to_owned(), "2".to_owned()),
-            ]
-        );
-        assert!(test_env_of(b"NOT_PYTEST_CURRENT_TEST=x\0=y\0\xff\xfe=1").is_empty());
-    }
 
     #[test]
     fn a_descendant_is_found_by_the_children_lists() {
