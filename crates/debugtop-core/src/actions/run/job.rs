@@ -11,11 +11,10 @@ use std::time::Instant;
 use chrono::Utc;
 use tokio::signal::windows::{ctrl_break, ctrl_c, CtrlBreak, CtrlC};
 
-use super::lineage::{FirstSight, Lineage};
-use super::watch::{Lived, Looks, NotLived, LOOK_EVERY};
+use super::watch::{Lived, NotLived, Watch};
 use super::{Joiner, ScopeChoice};
 use crate::collect::scope::{self, RunJob, ScopeLook};
-use crate::model::{CommandEnd, ProcId, RunScope, ScopeKind};
+use crate::model::{CommandEnd, RunScope, ScopeKind};
 
 /// The scope as it is held during the run.
 #[derive(Debug)]
@@ -93,48 +92,17 @@ pub async fn live(
             program.to_string_lossy()
         )));
     }
-    let start_ticks = scope::read_member(pid).map_or(0, |m| m.start_ticks);
-    let id = ProcId::new(pid, start_ticks);
-    let mut lineage = Lineage::new(FirstSight {
-        id,
-        ppid: std::process::id(),
-        argv: command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        test_env: Vec::new(),
-    });
-    let mut looks = Looks::default();
-    let mut tick = tokio::time::interval(LOOK_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut watch = Watch::begin(pid, command, (started, started_at));
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
             _ = signals.next_interrupt() => {}
-            _ = tick.tick() => {
-                looks.look(held, &mut lineage);
-            }
+            _ = watch.tick.tick() => watch.look(held),
         }
     };
-    looks.look(held, &mut lineage);
-    let end = match status {
-        Ok(s) => CommandEnd::Exited {
-            code: s.code().unwrap_or(-1),
-        },
-        Err(_) => CommandEnd::Exited { code: -1 },
-    };
-    Ok(Lived {
-        id,
-        started_at,
-        ran: started.elapsed(),
-        end,
-        ended: Instant::now(),
-        lineage,
-        looks,
-        forwarded: std::mem::take(&mut signals.forwarded),
-        hurry: false,
-        problems: Vec::new(),
-    })
+    let code = status.ok().and_then(|s| s.code()).unwrap_or(-1);
+    let end = CommandEnd::Exited { code };
+    Ok(watch.ended(held, end, std::mem::take(&mut signals.forwarded)))
 }
 
 /// The console's interrupts, taken so that debugtop outlives them and reports; the command,

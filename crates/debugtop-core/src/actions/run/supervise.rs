@@ -12,11 +12,10 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 
-use super::lineage::{FirstSight, Lineage};
-use super::watch::{Lived, Looks, NotLived, LOOK_EVERY};
+use super::watch::{Lived, NotLived, Watch};
 use super::{Joiner, ScopeChoice};
 use crate::collect::scope::{self, Cgroup, Reaped, ScopeLook};
-use crate::model::{CommandEnd, ProcId, RunScope, ScopeKind};
+use crate::model::{CommandEnd, RunScope, ScopeKind};
 
 /// The scope as it is held during the run.
 #[derive(Debug)]
@@ -156,20 +155,7 @@ pub async fn live(
     let pid = child.id();
     // Never waited through `Child`: the run reaps with waitpid, the command with the rest.
     drop(child);
-    let start_ticks = scope::read_member(pid).map_or(0, |m| m.start_ticks);
-    let id = ProcId::new(pid, start_ticks);
-    let mut lineage = Lineage::new(FirstSight {
-        id,
-        ppid: std::process::id(),
-        argv: command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        test_env: Vec::new(),
-    });
-    let mut looks = Looks::default();
-    let mut tick = tokio::time::interval(LOOK_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut watch = Watch::begin(pid, command, (started, started_at));
     let end = loop {
         if let Some(end) = reaped_command(pid) {
             break end;
@@ -177,24 +163,10 @@ pub async fn live(
         tokio::select! {
             _ = sigchld.recv() => {}
             Some(sig) = signals.next() => signals.pass_on(sig, pid),
-            _ = tick.tick() => {
-                looks.look(held, &mut lineage);
-            }
+            _ = watch.tick.tick() => watch.look(held),
         }
     };
-    looks.look(held, &mut lineage);
-    Ok(Lived {
-        id,
-        started_at,
-        ran: started.elapsed(),
-        end,
-        ended: Instant::now(),
-        lineage,
-        looks,
-        forwarded: std::mem::take(&mut signals.forwarded),
-        hurry: false,
-        problems: Vec::new(),
-    })
+    Ok(watch.ended(held, end, std::mem::take(&mut signals.forwarded)))
 }
 
 /// The command as it is started: through the joiner into the cgroup, or as it is.

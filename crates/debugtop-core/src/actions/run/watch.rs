@@ -3,6 +3,7 @@
 //! and, after the command, the grace waited through until nothing of the run is alive.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -125,6 +126,68 @@ fn remember(lineage: &mut Lineage, m: &Member) {
         });
     } else if lineage.young(id) && m.state.is_alive() {
         lineage.read_again(id, scope::read_argv(m.pid), scope::read_test_env(m.pid));
+    }
+}
+
+/// The run's watch over the command from its start: the run's memory, its looks and their
+/// clock, until the command's end makes it what the command's life left.
+#[derive(Debug)]
+pub struct Watch {
+    id: ProcId,
+    started: Instant,
+    started_at: DateTime<Utc>,
+    lineage: Lineage,
+    looks: Looks,
+    /// When to look next.
+    pub tick: tokio::time::Interval,
+}
+
+impl Watch {
+    /// The watch over `pid`, the command started as `command` at `started`.
+    pub fn begin(pid: u32, command: &[OsString], started: (Instant, DateTime<Utc>)) -> Self {
+        let start_ticks = scope::read_member(pid).map_or(0, |m| m.start_ticks);
+        let id = ProcId::new(pid, start_ticks);
+        let lineage = Lineage::new(FirstSight {
+            id,
+            ppid: std::process::id(),
+            argv: command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            test_env: Vec::new(),
+        });
+        let mut tick = tokio::time::interval(LOOK_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Self {
+            id,
+            started: started.0,
+            started_at: started.1,
+            lineage,
+            looks: Looks::default(),
+            tick,
+        }
+    }
+
+    /// One look at the scope.
+    pub fn look(&mut self, held: &Held) {
+        self.looks.look(held, &mut self.lineage);
+    }
+
+    /// The command ended as `end`: a last look, and what its life left.
+    pub fn ended(mut self, held: &Held, end: CommandEnd, forwarded: Vec<String>) -> Lived {
+        self.look(held);
+        Lived {
+            id: self.id,
+            started_at: self.started_at,
+            ran: self.started.elapsed(),
+            end,
+            ended: Instant::now(),
+            lineage: self.lineage,
+            looks: self.looks,
+            forwarded,
+            hurry: false,
+            problems: Vec::new(),
+        }
     }
 }
 
