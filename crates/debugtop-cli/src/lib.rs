@@ -165,9 +165,10 @@ pub enum Command {
     /// CMD runs as it would without debugtop (stdio, terminal, environment, directory; SIGINT,
     /// SIGTERM, SIGHUP and SIGQUIT are passed on), in a cgroup of its own where one can be
     /// made, else with debugtop as its subreaper (on Windows, in a job object): every process
-    /// it starts stays in scope, however it leaves its parent. When CMD exits, the run waits the grace for teardown,
-    /// then names every process of the run still alive (role, finding, command line, who
-    /// started it, which test) and ends them with the planned, verified kill.
+    /// it starts stays in scope, however it leaves its parent, and so do the containers a
+    /// `docker run` in it starts. When CMD exits, the run waits the grace for teardown, then
+    /// names every process of the run still alive (role, finding, command line, who started
+    /// it, which test) and ends them with the planned, verified kill.
     ///
     /// Exit status: CMD's own when it failed; else 0 when nothing leaked, 86 when something
     /// did (0 with --leaks warn), 87 when the run could not check.

@@ -4,14 +4,17 @@
 //! twice); `--keep`, `--allow`, `--leaks warn`; the JUnit file read by a real XML parser; a real
 //! pytest naming its test; the real `@debugmcp/mcp-debugger@0.24.2` leaving its worker and
 //! adapter chain (and not, when its session is closed); a real SDK stdio server outliving its
-//! SIGKILLed host. Every process the test checks is one its own `run` started; what the run
-//! ends, it ends by its own plan, which the report shows held only the run's processes.
+//! SIGKILLed host; a container a `docker run` in the command started, on a real dockerd, tied
+//! to its client and ended through the engine (and one the test started meanwhile, left).
+//! Every process the test checks is one its own `run` started; what the run ends, it ends by
+//! its own plan, which the report shows held only the run's processes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use debugtop_e2e::dockerd::Dockerd;
 use debugtop_e2e::procs::{signal_if_same, start_ticks, state_of};
 use debugtop_e2e::{fixture, wait_for};
 use nix::sys::signal::Signal;
@@ -694,4 +697,120 @@ fn the_snapshot_of_a_run_opens_as_an_incident_with_its_survivors() {
         "{}",
         r.report
     );
+}
+
+/// The container `docker run` inside `scope`'s run started, by its short id, after one run
+/// whose command starts it detached (as a test named by pytest's variable), runs a tidy
+/// `--rm` container to its end, and exits; meanwhile the test itself starts a container of
+/// the same image, which is not the run's.
+fn a_containers_run(dockerd: &mut Dockerd, scope: &str) {
+    let tag = format!("{}-{scope}", std::process::id());
+    let (ours, tidy, theirs) = (
+        format!("dt-run-{tag}"),
+        format!("dt-tidy-{tag}"),
+        format!("dt-near-{tag}"),
+    );
+    for n in [&ours, &tidy, &theirs] {
+        dockerd.owns(n);
+    }
+    let docker = dockerd.command().join(" ");
+    let image = debugtop_e2e::dockerd::IMAGE;
+    let common = "--network host -v /usr:/usr:ro";
+    let script = format!(
+        "PYTEST_CURRENT_TEST='t/test_c.py::test_container (call)' {docker} run -d --name {ours} \
+         {common} {image} sleep 3201 >/dev/null && {docker} run --rm --name {tidy} {common} \
+         {image} true && sleep 1"
+    );
+    let near = {
+        let start = dockerd.client(&[
+            "run",
+            "-d",
+            "--name",
+            &theirs,
+            "--network",
+            "host",
+            "-v",
+            "/usr:/usr:ro",
+            image,
+            "sleep",
+            "3202",
+        ]);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let mut start = start;
+            start.output()
+        })
+    };
+    let r = run(
+        &["--scope", scope, "--grace", "1"],
+        &shell(&script)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(near.join().unwrap().unwrap().status.success());
+    let id_of_name = |n: &str| {
+        let out = dockerd.docker(&["inspect", "--format", "{{.Id}} {{.State.Running}}", n]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (id, running) = text.trim().split_once(' ').unwrap_or_default();
+        (id.chars().take(12).collect::<String>(), running == "true")
+    };
+    let ((our_id, ours_running), (their_id, theirs_running)) =
+        (id_of_name(&ours), id_of_name(&theirs));
+    assert_eq!(r.report["scope"]["kind"], scope, "{}", r.report);
+    assert_eq!(
+        (r.status, &r.report["verdict"]),
+        (86, &Value::from("leaked")),
+        "{}",
+        r.stderr
+    );
+    let survivors = r.survivors();
+    assert_eq!(
+        survivors.len(),
+        1,
+        "only the container's sleep: {}\n{}",
+        r.report,
+        r.stderr
+    );
+    let s = &survivors[0];
+    assert!(argv_of(s).contains("sleep 3201"), "{s}");
+    assert_eq!(s["container"], Value::from(our_id.clone()), "{s}");
+    assert_eq!(s["ancestry_complete"], true, "{s}");
+    let client = s["ancestry"][0]["argv"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    assert!(
+        client.contains("run -d --name") && client.contains(&ours),
+        "started by the run's client: {s}"
+    );
+    assert_eq!(s["test"]["name"], "t/test_c.py::test_container", "{s}");
+    assert_eq!(
+        s["ended"]["outcome"], "container-killed",
+        "{s}\n{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!("in container {our_id}")),
+        "{}",
+        r.stderr
+    );
+    assert!(!ours_running, "the run's container was ended");
+    // The near miss: the same image, started during the run but not by it, still runs.
+    assert!(theirs_running && their_id != our_id, "{their_id}");
+    assert!(!r.report.to_string().contains("3202"), "{}", r.report);
+    no_cgroup_left(&r);
+}
+
+#[test]
+fn a_container_a_docker_run_in_the_command_started_is_its_leak_ended_through_the_engine() {
+    let mut dockerd = Dockerd::start();
+    for scope in ["cgroup", "subreaper"] {
+        a_containers_run(&mut dockerd, scope);
+    }
 }

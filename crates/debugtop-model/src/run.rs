@@ -217,6 +217,11 @@ pub struct Survivor {
     /// and was found by its parent, a member alive at that look.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub broke_away: bool,
+    /// The container it runs in, when a `docker run` of the run started that container (its
+    /// processes descend from the container engine, not from the command); it is ended
+    /// through the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// What ending it did (none with `--keep`, or for an allowed survivor).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<Outcome>,

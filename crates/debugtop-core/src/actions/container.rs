@@ -42,7 +42,7 @@ pub fn kill_with(c: &ContainerStop, docker: &[String]) -> Result<(), String> {
     if !ContainerStop::valid_id(&c.id) {
         return Err(format!("{:?} is not a container id", c.id));
     }
-    let engine = |args: &[&str]| engine(docker, args);
+    let engine = |args: &[&str]| ask(docker, args);
     let said = engine(&["inspect", "--format", "{{.State.Pid}}", &c.id])?;
     let pid: u32 = said
         .trim()
@@ -59,7 +59,7 @@ pub fn kill_with(c: &ContainerStop, docker: &[String]) -> Result<(), String> {
 }
 
 /// Runs the engine command `words` with `args`, no shell; its stdout, or its error in words.
-fn engine(words: &[String], args: &[&str]) -> Result<String, String> {
+pub fn ask(words: &[String], args: &[&str]) -> Result<String, String> {
     let (program, own) = words
         .split_first()
         .ok_or_else(|| "no docker command".to_owned())?;

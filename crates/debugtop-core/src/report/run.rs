@@ -117,6 +117,14 @@ fn survivor_lines(s: &Survivor) -> String {
              found by its parent"
         );
     }
+    if let Some(c) = &s.container {
+        let _ = writeln!(
+            out,
+            "      in container {}, which the run's `docker run` started (ended through the \
+             engine)",
+            one_line(c)
+        );
+    }
     if let Some(o) = &s.ended {
         let _ = writeln!(out, "      ended: {}", one_line(&outcome_words(o)));
     }
@@ -355,6 +363,7 @@ mod tests {
             }),
             allowed: None,
             broke_away: false,
+            container: None,
             ended: Some(crate::model::Outcome::Exited),
         }
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use debugtop_model::ProcState;
 
-use super::{test_env_of, Member, Reaped};
+use super::{env_of, test_env_of, Contained, Member, Reaped};
 use crate::collect::parse;
 
 /// A cgroup made for one run.
@@ -240,6 +240,39 @@ pub fn read_test_env(pid: u32) -> Vec<(String, String)> {
     test_env_of(&raw)
 }
 
+/// The variables `names` in `pid`'s environment (as it was when it was executed).
+pub fn read_env(pid: u32, names: &[&str]) -> Vec<(String, String)> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|raw| env_of(&raw, names))
+        .unwrap_or_default()
+}
+
+/// Every process in a container other than debugtop's own, found as the engine finds them (the
+/// container id in its cgroup path): one cgroup read per process, the status read only for the
+/// contained ones.
+pub fn contained() -> Vec<Contained> {
+    use crate::collect::ns;
+    let ours = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|c| ns::container_of(&c));
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+            let container = ns::container_of(&cgroup).filter(|c| Some(c) != ours.as_ref())?;
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            Some(Contained {
+                member: read_member(pid)?,
+                container,
+                main: ns::innermost_pid(&status) == Some(1),
+            })
+        })
+        .collect()
+}
+
 /// Clock ticks per second (start times and CPU are counted in them).
 pub fn ticks_per_second() -> u64 {
     procfs::ticks_per_second().max(1)
@@ -253,6 +286,14 @@ fn page_size() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_process_of_this_machine_is_contained_unless_its_cgroup_names_a_container() {
+        // This test runs on the host or inside a container; either way its own process is
+        // never among the contained (debugtop's own container is not reported).
+        let me = std::process::id();
+        assert!(contained().iter().all(|c| c.member.pid != me));
+    }
 
     #[test]
     fn a_descendant_is_found_by_the_children_lists() {

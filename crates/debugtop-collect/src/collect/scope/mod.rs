@@ -56,6 +56,18 @@ pub struct ScopeLook {
     pub left: Vec<Member>,
 }
 
+/// A process of a container on this machine (never debugtop's own container), as its cgroup
+/// names it: what a `docker run` inside a run may have started outside the run's tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contained {
+    /// The process.
+    pub member: Member,
+    /// Its container's id, 12 hex characters.
+    pub container: String,
+    /// Whether it is the container's main process (pid 1 in its pid namespace).
+    pub main: bool,
+}
+
 /// How a child that was reaped ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reaped {
@@ -67,11 +79,17 @@ pub enum Reaped {
 
 /// The [`TEST_ENV`] variables in an environment block (`KEY=VALUE\0…`).
 pub fn test_env_of(raw: &[u8]) -> Vec<(String, String)> {
+    env_of(raw, &TEST_ENV)
+}
+
+/// The variables `names` in an environment block (`KEY=VALUE\0…`), values cut at 512
+/// characters.
+pub fn env_of(raw: &[u8], names: &[&str]) -> Vec<(String, String)> {
     raw.split(|b| *b == 0)
         .filter_map(|kv| {
             let text = std::str::from_utf8(kv).ok()?;
             let (k, v) = text.split_once('=')?;
-            TEST_ENV
+            names
                 .contains(&k)
                 .then(|| (k.to_owned(), v.chars().take(512).collect()))
         })

@@ -112,6 +112,17 @@ pub fn read_test_env(pid: u32) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The variables `names` in `pid`'s environment: not read on Windows, where only the test
+/// runners' are (see [`read_test_env`]).
+pub fn read_env(_pid: u32, _names: &[&str]) -> Vec<(String, String)> {
+    Vec::new()
+}
+
+/// Containers are a Linux engine's: none on Windows.
+pub fn contained() -> Vec<super::Contained> {
+    Vec::new()
+}
+
 /// Start times and CPU are counted in 100 ns units.
 pub fn ticks_per_second() -> u64 {
     10_000_000

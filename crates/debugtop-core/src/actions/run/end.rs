@@ -6,8 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use crate::actions::container;
 use crate::actions::kill::{execute, recheck, with_forced_targets, with_processes};
-use crate::model::{KillPlan, LiveTable, Outcome, ProcId, Refusal};
+use crate::model::{ContainerStop, KillPlan, LiveTable, Outcome, ProcId, Refusal};
 use crate::state::plan::{plan, PlanOptions};
 
 /// The plan that ends exactly `ids`: planned against `live` (the engine's table, if an audit
@@ -39,6 +40,67 @@ pub fn only_these(p: &mut KillPlan, ids: &[ProcId]) {
     {
         p.container = None;
     }
+}
+
+/// Ends each container through its engine (which names the same main process first, see
+/// [`crate::actions::container`]) and waits for its main process to be gone; whether each
+/// was, by container id. One the engine would not end is left to the plan's signals.
+pub fn end_containers(stops: &[(ContainerStop, Vec<String>)]) -> HashMap<String, bool> {
+    stops
+        .iter()
+        .map(|(stop, engine)| {
+            let ended = match container::kill_with(stop, engine) {
+                Ok(()) => gone_within(stop, CONTAINER_WAIT),
+                Err(why) => {
+                    tracing::warn!(container = %stop.id, %why, "not ended through docker; signalling");
+                    false
+                }
+            };
+            (stop.id.clone(), ended)
+        })
+        .collect()
+}
+
+/// How long a container's main process may take to end after its engine killed it.
+const CONTAINER_WAIT: Duration = Duration::from_secs(10);
+
+fn gone_within(stop: &ContainerStop, wait: Duration) -> bool {
+    let main = ProcId::new(stop.main_pid, stop.main_start_ticks);
+    let until = std::time::Instant::now() + wait;
+    while runs(main) {
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// The leaks whose container its engine ended and that are gone since, as ended with it; and
+/// the leaks still to plan for.
+pub fn ended_with_containers(
+    leaks: &[(ProcId, Option<String>)],
+    by_engine: &HashMap<String, bool>,
+) -> (HashMap<u32, Outcome>, Vec<ProcId>) {
+    let mut ended = HashMap::new();
+    let mut rest = Vec::new();
+    for (id, container) in leaks {
+        let with_engine = container
+            .as_ref()
+            .is_some_and(|c| by_engine.get(c) == Some(&true));
+        if with_engine && !runs(*id) {
+            ended.insert(id.pid, Outcome::ContainerKilled);
+        } else {
+            rest.push(*id);
+        }
+    }
+    (ended, rest)
+}
+
+/// Whether `id` still runs as itself (not a zombie).
+fn runs(id: ProcId) -> bool {
+    crate::collect::scope::read_member(id.pid)
+        .is_some_and(|m| m.start_ticks == id.start_ticks && m.state.is_alive())
 }
 
 /// Carries the plan out (blocking: call from a blocking context) and says what happened to

@@ -94,6 +94,18 @@ impl Lineage {
         );
     }
 
+    /// Records that `parent` started `id` where the kernel says otherwise: a container's main
+    /// process, which the engine started for the run's `docker run`. Kept only when `id` has
+    /// no parent of the run yet and `parent` started before it.
+    pub fn started_by(&mut self, id: ProcId, parent: ProcId) {
+        if parent.start_ticks > id.start_ticks || !self.records.contains_key(&parent) {
+            return;
+        }
+        if let Some(r) = self.records.get_mut(&id).filter(|r| r.parent.is_none()) {
+            r.parent = Some(parent);
+        }
+    }
+
     /// Whether its command line is still worth reading again.
     pub fn young(&self, id: ProcId) -> bool {
         self.records.get(&id).is_some_and(|r| r.looks < READ_AGAIN)
@@ -251,6 +263,28 @@ mod tests {
         l.keep_only(&[ProcId::new(100, 10)].into_iter().collect());
         l.see(sight(106, 16, 101, "b"));
         assert_eq!(l.record(ProcId::new(106, 16)).unwrap().parent, None);
+    }
+
+    #[test]
+    fn a_containers_main_process_is_shown_under_the_client_that_asked_for_it() {
+        let mut l = Lineage::new(sight(100, 10, 1, "sh"));
+        l.see(sight(101, 11, 100, "docker run -d img"));
+        // Its parent is the engine's shim, never one of the run's.
+        l.see(sight(500, 20, 77, "sleep 60"));
+        l.keep_only(&[ProcId::new(500, 20)].into_iter().collect());
+        l.started_by(ProcId::new(500, 20), ProcId::new(101, 11));
+        let (chain, complete) = l.ancestry(ProcId::new(500, 20));
+        assert!(complete);
+        assert_eq!(
+            chain.iter().map(|a| a.id.pid).collect::<Vec<_>>(),
+            [101, 100]
+        );
+        // Near misses: a client that started after it, or one the run never saw, is no parent.
+        l.see(sight(501, 21, 77, "sleep 61"));
+        l.see(sight(102, 30, 100, "docker run -d img"));
+        l.started_by(ProcId::new(501, 21), ProcId::new(102, 30));
+        l.started_by(ProcId::new(501, 21), ProcId::new(103, 5));
+        assert_eq!(l.record(ProcId::new(501, 21)).unwrap().parent, None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! engine names them, under the parent that started it, with the test that started it — ends
 //! exactly those with the planned, verified kill, and answers with a status CI can use.
 
+pub mod containers;
 pub mod incident;
 pub mod lineage;
 pub mod survivors;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 
+use super::containers::Tie;
 use super::os::{self, Forwarder, Held};
 use super::survivors::{describe, Describe, EngineView};
 use super::watch::{linger, Lived, NotLived};
@@ -14,7 +15,8 @@ use crate::actions::audit::{audit_here, AuditConfig, AuditRun};
 use crate::collect::scope::Member;
 use crate::judging::Judging;
 use crate::model::{
-    CommandEnd, LiveTable, ProcId, RunReport, RunScope, ScopeKind, Survivor, RUN_SCHEMA,
+    CommandEnd, ContainerStop, LiveTable, ProcId, RunReport, RunScope, ScopeKind, Survivor,
+    RUN_SCHEMA,
 };
 
 /// How long a condition must hold in the engine's look at what is left: the survivors have
@@ -56,7 +58,14 @@ pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
     }
     let mut survivors = describe_all(config, &lived, &alive, audit);
     if !config.keep {
-        end_leaks(&mut survivors, audit.map(|a| &a.live), config.kill_grace).await;
+        let ties: Vec<Tie> = lived.looks.containers.ties().cloned().collect();
+        end_leaks(
+            &mut survivors,
+            &ties,
+            audit.map(|a| &a.live),
+            config.kill_grace,
+        )
+        .await;
     }
     held.release(&mut lived.problems);
     let snapshot = audit
@@ -97,6 +106,7 @@ fn describe_all(
         &Describe {
             lineage: &lived.lineage,
             left: &lived.looks.left,
+            containers: &lived.looks.containers.members,
             command: lived.id,
             since_end_ms: u64::try_from(lived.ended.elapsed().as_millis()).unwrap_or(u64::MAX),
             engine,
@@ -106,22 +116,36 @@ fn describe_all(
     )
 }
 
-/// Ends the leaks (never the allowed) with one plan over exactly them.
-async fn end_leaks(survivors: &mut [Survivor], live: Option<&LiveTable>, grace: Duration) {
-    let ids: Vec<ProcId> = survivors
+/// Ends the leaks (never the allowed): the containers whose main process is one through their
+/// engine, then one plan over exactly the leaks still running.
+async fn end_leaks(
+    survivors: &mut [Survivor],
+    ties: &[Tie],
+    live: Option<&LiveTable>,
+    grace: Duration,
+) {
+    let leaks: Vec<(ProcId, Option<String>)> = survivors
         .iter()
         .filter(|s| s.is_leak())
-        .map(|s| s.id)
+        .map(|s| (s.id, s.container.clone()))
         .collect();
-    if ids.is_empty() {
+    if leaks.is_empty() {
         return;
     }
+    let stops: Vec<(ContainerStop, Vec<String>)> = ties
+        .iter()
+        .filter(|t| leaks.iter().any(|(id, _)| *id == t.main))
+        .map(|t| (t.stop(), t.engine.clone()))
+        .collect();
     let live = live
         .cloned()
         .unwrap_or_else(|| LiveTable::new(&[], crate::sources::self_info()));
     let outcomes = tokio::task::spawn_blocking(move || {
-        let plan = end::plan_exactly(&live, &ids, grace);
-        end::end(&live, &plan)
+        let by_engine = end::end_containers(&stops);
+        let (mut outcomes, rest) = end::ended_with_containers(&leaks, &by_engine);
+        let plan = end::plan_exactly(&live, &rest, grace);
+        outcomes.extend(end::end(&live, &plan));
+        outcomes
     })
     .await
     .unwrap_or_default();

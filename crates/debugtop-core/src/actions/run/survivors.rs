@@ -98,6 +98,8 @@ pub struct Describe<'a> {
     pub lineage: &'a Lineage,
     /// Those that left the scope.
     pub left: &'a std::collections::HashSet<ProcId>,
+    /// The processes of the containers the run started, with their container's id.
+    pub containers: &'a std::collections::HashMap<ProcId, String>,
     /// The command's identity (start ticks: when the run's clock starts).
     pub command: ProcId,
     /// Milliseconds since the command ended.
@@ -156,6 +158,7 @@ pub fn describe(alive: &[(Member, Option<f32>)], d: &Describe<'_>) -> Vec<Surviv
                 cpu_percent: *cpu,
                 test: d.lineage.test_of(id),
                 broke_away: d.left.contains(&id),
+                container: d.containers.get(&id).cloned(),
                 ended: None,
             }
         })

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::containers::Containers;
 use super::lineage::{FirstSight, Lineage};
 use super::os::{Forwarder, Held};
 use crate::collect::scope::{self, Member};
@@ -59,6 +60,8 @@ pub struct Looks {
     pub problems: Vec<String>,
     /// Those that left the scope (found by a parent in it), followed by identity since.
     pub left: HashSet<ProcId>,
+    /// Containers the run's `docker run` clients started, and their processes.
+    pub containers: Containers,
 }
 
 impl Looks {
@@ -86,10 +89,35 @@ impl Looks {
             .filter(|m| m.state.is_alive())
             .map(id_of)
             .collect();
-        lineage.keep_only(&ids);
+        // The containers' processes of the last look stay parents for this one's new ones.
+        let before: HashSet<ProcId> = ids
+            .iter()
+            .chain(self.containers.members.keys())
+            .copied()
+            .collect();
+        lineage.keep_only(&before);
         for m in &members {
             remember(lineage, m);
         }
+        // A `docker run` client may live a single look: read as the others are first.
+        let mut contained: Vec<Member> = self
+            .containers
+            .look(&members, lineage)
+            .into_iter()
+            .map(|c| c.member)
+            .collect();
+        contained.sort_by_key(|m| m.start_ticks);
+        for m in &contained {
+            remember(lineage, m);
+        }
+        for t in self.containers.ties() {
+            lineage.started_by(t.main, t.client);
+        }
+        let ids: HashSet<ProcId> = ids
+            .into_iter()
+            .chain(contained.iter().filter(|m| m.state.is_alive()).map(id_of))
+            .collect();
+        members.extend(contained);
         lineage.keep_only(&ids);
         members.retain(|m| m.state.is_alive());
         members
@@ -212,6 +240,7 @@ pub async fn linger(
         let done = Instant::now() >= until || lived.hurry;
         if alive.is_empty() || done {
             lived.problems.append(&mut lived.looks.problems);
+            lived.problems.append(&mut lived.looks.containers.problems);
             return with_cpu(alive, &first);
         }
         tokio::select! {
