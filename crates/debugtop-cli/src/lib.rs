@@ -247,6 +247,11 @@ pub struct RunArgs {
     /// Keep secrets in the reported command lines.
     #[arg(long)]
     pub no_redact: bool,
+    /// Also hear every fork and exec of CMD's processes from the kernel (Linux, as root), so
+    /// a parent that exits within one 50 ms look of starting a process (the middle of a
+    /// double fork) is still named. Costs a fork-heavy command about 12 % (BENCHMARKS.md).
+    #[arg(long)]
+    pub follow_forks: bool,
     /// The command and its arguments.
     #[arg(
         required = true,
@@ -273,6 +278,7 @@ impl RunArgs {
                 ScopeArg::Subreaper => ScopeChoice::Subreaper,
             },
             joiner,
+            follow_forks: self.follow_forks,
             keep: self.keep,
             allow: self
                 .allow

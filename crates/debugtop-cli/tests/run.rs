@@ -208,6 +208,68 @@ fn a_double_fork_is_shown_under_the_parents_that_started_it_under_a_subreaper() 
     ended_exactly_the_survivors(&r);
 }
 
+/// A double fork whose middle process exits at once, long before the run's first look: as
+/// root the kernel's fork events still name it, and the orphan is shown under it and the
+/// command, in either scope.
+fn a_parent_that_lived_under_a_look(scope: &str) {
+    let r = run(
+        &["--scope", scope, "--grace", "0.5", "--follow-forks"],
+        &["sh", "-c", "(sleep 3113 &); sleep 0.3"],
+    );
+    assert_eq!(r.report["scope"]["heard_forks"], true, "{}", r.report);
+    assert!(
+        r.stderr.contains("forks heard from the kernel"),
+        "{}",
+        r.stderr
+    );
+    let s = r.survivor("3113");
+    assert_eq!(s["ancestry_complete"], true, "{s}");
+    let chain: Vec<String> = s["ancestry"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(argv_of)
+        .collect();
+    assert_eq!(chain.len(), 2, "the subshell, then the command: {chain:?}");
+    assert!(
+        chain.iter().all(|a| a.contains("sleep 3113 &")),
+        "{chain:?}"
+    );
+    assert_eq!(s["ancestry"][0]["gone"], true, "{s}");
+    ended_exactly_the_survivors(&r);
+}
+
+#[test]
+fn a_parent_that_lived_under_a_look_is_heard_from_the_kernel_in_a_cgroup() {
+    a_parent_that_lived_under_a_look("cgroup");
+}
+
+#[test]
+fn a_parent_that_lived_under_a_look_is_heard_from_the_kernel_under_a_subreaper() {
+    a_parent_that_lived_under_a_look("subreaper");
+}
+
+#[test]
+fn without_follow_forks_the_kernel_is_not_asked_and_the_chain_says_what_was_missed() {
+    let r = run(
+        &["--scope", "subreaper", "--grace", "0.5"],
+        &["sh", "-c", "(sleep 3114 &); sleep 0.3"],
+    );
+    assert!(
+        r.report["scope"].get("heard_forks").is_none(),
+        "{}",
+        r.report
+    );
+    let s = r.survivor("3114");
+    assert_eq!(s["ancestry_complete"], false, "{s}");
+    assert!(
+        r.stderr.contains("re-parented before the run saw it"),
+        "{}",
+        r.stderr
+    );
+    ended_exactly_the_survivors(&r);
+}
+
 #[test]
 fn a_zombie_is_no_leak_and_its_living_parent_is() {
     // A parent that never reaps its exited child: the parent is the leak, the zombie is not.

@@ -50,6 +50,14 @@ pub struct RunScope {
     /// Why this one (e.g. why no cgroup could be made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Whether the kernel's fork and exec events were heard (`--follow-forks`, Linux, root):
+    /// a parent that started a process and exited between two looks is still known. Without
+    /// them, such a process is shown where it was found, its chain incomplete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub heard_forks: bool,
+    /// Why the forks asked for could not be heard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forks_unheard: Option<String>,
 }
 
 /// How the command ended.

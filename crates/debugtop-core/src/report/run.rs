@@ -77,6 +77,12 @@ fn scope_line(r: &RunReport) -> String {
             let _ = write!(s, " (no cgroup: {})", one_line(why));
         }
     }
+    if r.scope.heard_forks {
+        s.push_str("; forks heard from the kernel");
+    }
+    if let Some(why) = &r.scope.forks_unheard {
+        let _ = write!(s, "; forks not heard: {}", one_line(why));
+    }
     s
 }
 
@@ -326,6 +332,8 @@ mod tests {
             end: CommandEnd::Exited { code: 0 },
             forwarded: Vec::new(),
             scope: RunScope {
+                heard_forks: false,
+                forks_unheard: None,
                 kind: ScopeKind::Cgroup,
                 path: Some("/sys/fs/cgroup/debugtop-run-1".into()),
                 why: None,

@@ -8,6 +8,8 @@
 use debugtop_model::ProcState;
 
 #[cfg(target_os = "linux")]
+pub mod forks;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 pub use linux::*;
@@ -66,6 +68,31 @@ pub struct Contained {
     pub container: String,
     /// Whether it is the container's main process (pid 1 in its pid namespace).
     pub main: bool,
+}
+
+/// What the kernel said of one of this process's descendants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A new process (not a thread).
+    Born {
+        /// Its pid.
+        pid: u32,
+        /// The process that forked it.
+        ppid: u32,
+        /// Its start, read at once (0 when it was gone already).
+        start_ticks: u64,
+    },
+    /// A process ran a new program.
+    Ran {
+        /// Its pid.
+        pid: u32,
+        /// Its start.
+        start_ticks: u64,
+        /// Its command line then.
+        argv: Vec<String>,
+        /// The test runners' variables in its environment.
+        test_env: Vec<(String, String)>,
+    },
 }
 
 /// How a child that was reaped ended.

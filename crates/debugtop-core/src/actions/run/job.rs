@@ -13,7 +13,7 @@ use tokio::signal::windows::{ctrl_break, ctrl_c, CtrlBreak, CtrlC};
 
 use super::watch::{Lived, NotLived, Watch};
 use super::{Joiner, ScopeChoice};
-use crate::collect::scope::{self, RunJob, ScopeLook};
+use crate::collect::scope::{self, Heard, RunJob, ScopeLook};
 use crate::model::{CommandEnd, RunScope, ScopeKind};
 
 /// The scope as it is held during the run.
@@ -37,20 +37,35 @@ impl Held {
         let _ = problems;
     }
 
+    /// Windows tells nothing of a fork as it happens: the looks and the job's records are all.
+    #[allow(clippy::unused_self)]
+    pub fn heard(&self) -> Vec<Heard> {
+        Vec::new()
+    }
+
     /// Nothing to let go for a command that never started.
     #[allow(clippy::unused_self)]
     pub fn release_unstarted(&self) {}
 }
 
 /// Makes the job (the only scope there is on Windows).
-pub fn open(choice: ScopeChoice, joiner: Option<&Joiner>) -> Result<Held, String> {
+pub fn open(
+    choice: ScopeChoice,
+    joiner: Option<&Joiner>,
+    follow_forks: bool,
+) -> Result<Held, String> {
     let _ = joiner;
+    if follow_forks {
+        return Err("--follow-forks hears Linux's fork events; Windows has none".to_owned());
+    }
     match choice {
         ScopeChoice::Auto => Ok(Held {
             scope: RunScope {
                 kind: ScopeKind::JobObject,
                 path: None,
                 why: None,
+                heard_forks: false,
+                forks_unheard: None,
             },
             job: RunJob::create()?,
         }),

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::collect::scope::Heard;
 use crate::model::{Ancestor, ProcId, TestName, TestRunner};
 
 /// What a run remembers of one member.
@@ -46,6 +47,9 @@ pub struct Lineage {
     records: HashMap<ProcId, Record>,
     /// The live identity of each pid, as last seen.
     by_pid: HashMap<u32, ProcId>,
+    /// The last identity each pid had, gone or not: what a fork the kernel tells of later
+    /// (its parent may have exited since) is attributed by.
+    last_of_pid: HashMap<u32, ProcId>,
     /// The run's command.
     root: Option<ProcId>,
 }
@@ -69,12 +73,17 @@ impl Lineage {
     /// Remembers a member seen for the first time: its parent is the live member that pid
     /// names, if that one started no later than it (else the parent was never seen).
     pub fn see(&mut self, s: FirstSight) {
+        if self.knows(s.id) {
+            // Heard at its fork already, under the parent that forked it.
+            return;
+        }
         let parent = self
             .by_pid
             .get(&s.ppid)
             .copied()
             .filter(|p| p.start_ticks <= s.id.start_ticks && p.pid != s.id.pid)
             .filter(|p| self.records.get(p).is_some_and(|r| !r.gone));
+        self.last_of_pid.insert(s.id.pid, s.id);
         if let Some(old) = self.by_pid.insert(s.id.pid, s.id) {
             if old != s.id {
                 if let Some(r) = self.records.get_mut(&old) {
@@ -92,6 +101,66 @@ impl Lineage {
                 looks: 0,
             },
         );
+    }
+
+    /// What the kernel said at a fork or an exec, in order: a process born to a member is
+    /// remembered under it even if neither lives until the next look (a fork runs its parent's
+    /// program until it `exec`s); an exec gives a member its command line. A fork by a process
+    /// the run does not know (debugtop's own helpers) is not the run's.
+    pub fn hear(&mut self, h: Heard) {
+        match h {
+            Heard::Born {
+                pid,
+                ppid,
+                start_ticks,
+            } => self.born(ProcId::new(pid, start_ticks), ppid),
+            Heard::Ran {
+                pid,
+                start_ticks,
+                argv,
+                test_env,
+            } => {
+                if let Some(r) = self.records.get_mut(&ProcId::new(pid, start_ticks)) {
+                    if !argv.is_empty() {
+                        r.argv = argv;
+                    }
+                    if !test_env.is_empty() {
+                        r.test_env = test_env;
+                    }
+                }
+            }
+        }
+    }
+
+    fn born(&mut self, id: ProcId, ppid: u32) {
+        let Some(parent) =
+            self.last_of_pid.get(&ppid).copied().filter(|p| {
+                p.start_ticks <= id.start_ticks && p.pid != id.pid && id.start_ticks > 0
+            })
+        else {
+            return;
+        };
+        if let Some(r) = self.records.get_mut(&id) {
+            r.parent = r.parent.or(Some(parent));
+            return;
+        }
+        let Some(from) = self.records.get(&parent) else {
+            return;
+        };
+        let record = Record {
+            parent: Some(parent),
+            argv: from.argv.clone(),
+            test_env: from.test_env.clone(),
+            gone: false,
+            looks: 0,
+        };
+        self.last_of_pid.insert(id.pid, id);
+        if let Some(old) = self.by_pid.insert(id.pid, id) {
+            if let Some(r) = self.records.get_mut(&old).filter(|_| old != id) {
+                r.gone = true;
+            }
+        }
+        self.records.insert(id, record);
     }
 
     /// Records that `parent` started `id` where the kernel says otherwise: a container's main
@@ -263,6 +332,48 @@ mod tests {
         l.keep_only(&[ProcId::new(100, 10)].into_iter().collect());
         l.see(sight(106, 16, 101, "b"));
         assert_eq!(l.record(ProcId::new(106, 16)).unwrap().parent, None);
+    }
+
+    #[test]
+    fn regression_a_fork_heard_after_a_look_missed_its_parent_still_names_it() {
+        let mut l = Lineage::new(sight(100, 10, 1, "sh -c (sleep 60 &)"));
+        // The first look came before the command joined its cgroup: not alive at it.
+        l.keep_only(&std::collections::HashSet::new());
+        let born = |pid, ppid, start_ticks| Heard::Born {
+            pid,
+            ppid,
+            start_ticks,
+        };
+        // The subshell forks, forks the sleep and exits before any look.
+        l.hear(born(101, 100, 11));
+        l.hear(born(102, 101, 12));
+        l.hear(Heard::Ran {
+            pid: 102,
+            start_ticks: 12,
+            argv: vec!["sleep".into(), "60".into()],
+            test_env: Vec::new(),
+        });
+        l.keep_only(&[ProcId::new(102, 12)].into_iter().collect());
+        // The first look finds the sleep adopted by init: known already, under the subshell.
+        l.see(sight(102, 12, 1, "sleep 60"));
+        let (chain, complete) = l.ancestry(ProcId::new(102, 12));
+        assert!(complete, "{chain:?}");
+        assert_eq!(
+            chain.iter().map(|a| a.id.pid).collect::<Vec<_>>(),
+            [101, 100]
+        );
+        // The subshell never ran a program of its own: it shows its parent's.
+        assert_eq!(chain[0].argv, ["sh", "-c", "(sleep", "60", "&)"]);
+        assert_eq!(
+            l.record(ProcId::new(102, 12)).unwrap().argv,
+            ["sleep", "60"]
+        );
+        // Near misses: a fork by a process the run does not know (debugtop's own helpers),
+        // and a child that claims to be older than its parent.
+        l.hear(born(200, 999, 20));
+        assert!(!l.knows(ProcId::new(200, 20)));
+        l.hear(born(201, 100, 5));
+        assert!(!l.knows(ProcId::new(201, 5)));
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct RunConfig {
     pub grace: Duration,
     /// Where to keep its processes.
     pub scope: ScopeChoice,
+    /// Hear every fork and exec of the run's processes from the kernel (Linux, root).
+    pub follow_forks: bool,
     /// The program that joins a cgroup and becomes the command.
     pub joiner: Option<Joiner>,
     /// Leave survivors running.

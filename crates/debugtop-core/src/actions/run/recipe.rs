@@ -32,7 +32,8 @@ pub async fn run(config: &RunConfig) -> crate::Result<RunAnswer> {
         detail,
     };
     let mut signals = Forwarder::start().map_err(unchecked)?;
-    let held = os::open(config.scope, config.joiner.as_ref()).map_err(unchecked)?;
+    let held =
+        os::open(config.scope, config.joiner.as_ref(), config.follow_forks).map_err(unchecked)?;
     let started_at = Utc::now();
     let mut lived = match os::live(&held, &config.command, config.joiner.as_ref(), &mut signals)
         .await

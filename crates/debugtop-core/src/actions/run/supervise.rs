@@ -14,7 +14,8 @@ use signal_hook::low_level::siginfo::Cause;
 
 use super::watch::{Lived, NotLived, Watch};
 use super::{Joiner, ScopeChoice};
-use crate::collect::scope::{self, Cgroup, Reaped, ScopeLook};
+use crate::collect::scope::forks::Forks;
+use crate::collect::scope::{self, Cgroup, Heard, Reaped, ScopeLook};
 use crate::model::{CommandEnd, RunScope, ScopeKind};
 
 /// The scope as it is held during the run.
@@ -24,6 +25,8 @@ pub struct Held {
     pub scope: RunScope,
     /// The cgroup, in that mode.
     pub cgroup: Option<Cgroup>,
+    /// The kernel's fork and exec events, where this process may hear them.
+    forks: Option<Forks>,
 }
 
 impl Held {
@@ -38,6 +41,11 @@ impl Held {
             members: pids.into_iter().filter_map(scope::read_member).collect(),
             left: Vec::new(),
         })
+    }
+
+    /// What the kernel said since the last call (nothing where it cannot be heard).
+    pub fn heard(&self) -> Vec<Heard> {
+        self.forks.as_ref().map(Forks::drain).unwrap_or_default()
     }
 
     /// Lets the scope go: survivors left running (kept, allowed) handed back to the cgroup
@@ -74,8 +82,13 @@ impl Held {
 }
 
 /// Makes the scope `choice` asks for: a cgroup named for this run (checked by a probe that
-/// joins it, as the command will), else a subreaper, with the reason.
-pub fn open(choice: ScopeChoice, joiner: Option<&Joiner>) -> Result<Held, String> {
+/// joins it, as the command will), else a subreaper, with the reason; and, when asked, the
+/// kernel's fork events listened to.
+pub fn open(
+    choice: ScopeChoice,
+    joiner: Option<&Joiner>,
+    follow_forks: bool,
+) -> Result<Held, String> {
     let cgroup = match (choice, joiner) {
         (ScopeChoice::Subreaper, _) => {
             Err("a subreaper was asked for (--scope subreaper)".to_owned())
@@ -83,14 +96,29 @@ pub fn open(choice: ScopeChoice, joiner: Option<&Joiner>) -> Result<Held, String
         (_, None) => Err("no program to join a cgroup with".to_owned()),
         (_, Some(j)) => cgroup_for_run(j),
     };
+    // Listened to before the command starts, so its first fork is heard.
+    let (forks, forks_unheard) = match follow_forks.then(Forks::listen) {
+        None => (None, None),
+        Some(Ok(f)) => (Some(f), None),
+        Some(Err(e)) => (
+            None,
+            Some(format!(
+                "the kernel does not tell this process of forks ({e}; it needs root)"
+            )),
+        ),
+    };
+    let heard_forks = forks.is_some();
     match cgroup {
         Ok(cg) => Ok(Held {
             scope: RunScope {
                 kind: ScopeKind::Cgroup,
                 path: Some(cg.dir().display().to_string()),
                 why: None,
+                heard_forks,
+                forks_unheard: forks_unheard.clone(),
             },
             cgroup: Some(cg),
+            forks,
         }),
         Err(why) if choice == ScopeChoice::Cgroup => Err(why),
         Err(why) => {
@@ -101,8 +129,11 @@ pub fn open(choice: ScopeChoice, joiner: Option<&Joiner>) -> Result<Held, String
                     kind: ScopeKind::Subreaper,
                     path: None,
                     why: Some(why),
+                    heard_forks,
+                    forks_unheard,
                 },
                 cgroup: None,
+                forks,
             })
         }
     }

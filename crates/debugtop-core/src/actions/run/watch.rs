@@ -68,6 +68,11 @@ impl Looks {
     /// One look: new members remembered, gone ones marked. Returns the members alive now
     /// (not zombies), those that left the scope among them.
     pub fn look(&mut self, held: &Held, lineage: &mut Lineage) -> Vec<Member> {
+        // What the kernel said since the last look comes first: a parent it names may be
+        // gone by now.
+        for h in held.heard() {
+            lineage.hear(h);
+        }
         let seen = match held.look() {
             Ok(s) => s,
             Err(e) => {
