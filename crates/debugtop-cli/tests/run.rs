@@ -644,6 +644,63 @@ fn a_real_pytest_test_that_leaks_a_child_is_named() {
     ended_exactly_the_survivors(&r);
 }
 
+/// A real runner's test leaks a detached `sleep MARKER`: the survivor is named as the runner
+/// lets it be named, and ended.
+fn a_runners_leak_is_named(cmd: &[&str], marker: &str, runner: &str, name: &str) {
+    let r = run(&["--grace", "0.5"], cmd);
+    assert_eq!(r.status, 86, "{}\n{}", r.stderr, r.stdout);
+    let s = r.survivor(marker);
+    assert_eq!(s["test"]["runner"], runner, "{s}\n{}", r.stderr);
+    assert!(
+        s["test"]["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with(name)),
+        "{s}"
+    );
+    ended_exactly_the_survivors(&r);
+}
+
+fn node_bin(tool: &str) -> String {
+    fixture(&format!("../node_modules/.bin/{tool}"))
+}
+
+/// node's runner starts one child per file (`NODE_TEST_CONTEXT`, the file on its command line):
+/// the leak inherits the variable, and its node parent, seen while the test goes on, names
+/// the file (a file whose process exits within a look of the leak needs `--follow-forks`).
+#[test]
+fn a_real_node_test_that_leaks_a_child_is_named_by_its_file() {
+    let file = fixture("run/node-test/leak.test.mjs");
+    a_runners_leak_is_named(&["node", "--test", &file], "3311", "node-test", &file);
+}
+
+/// jest leaves only `JEST_WORKER_ID` in what a test starts (checked: nothing names the file or
+/// the test), so the worker is what is said.
+#[test]
+fn a_real_jest_test_that_leaks_a_child_is_named_by_its_worker() {
+    let config = fixture("run/jest/jest.config.json");
+    let jest = node_bin("jest");
+    a_runners_leak_is_named(
+        &[&jest, "--config", &config, "--ci"],
+        "3312",
+        "jest",
+        "worker 1",
+    );
+}
+
+/// vitest leaves `VITEST_POOL_ID`/`VITEST_WORKER_ID` (and `VITEST=true`), nothing naming the
+/// file: the worker is what is said.
+#[test]
+fn a_real_vitest_test_that_leaks_a_child_is_named_by_its_worker() {
+    let root = fixture("run/vitest");
+    let vitest = node_bin("vitest");
+    a_runners_leak_is_named(
+        &[&vitest, "run", "--root", &root],
+        "3313",
+        "vitest",
+        "worker 1",
+    );
+}
+
 fn mcp_debugger_session(how: &str) -> Ran {
     let cli = debugtop_e2e::mcp::package_dir().join("dist/cli.mjs");
     let cli = cli.to_string_lossy().into_owned();

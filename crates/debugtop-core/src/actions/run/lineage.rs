@@ -283,8 +283,14 @@ pub fn test_named(env: &[(String, String)], argv: &[String]) -> Option<TestName>
         }
     }
     if var("NODE_TEST_CONTEXT").is_some() {
-        let file = argv.iter().skip(1).rev().find(|a| !a.starts_with('-'));
-        return file.and_then(|f| named(TestRunner::NodeTest, f));
+        // Only node's own per-file child names the file; what a test starts inherits the
+        // variable, and its arguments are its own (`sleep 300` names no test).
+        let file = is_node(argv)
+            .then(|| argv.iter().skip(1).rev().find(|a| !a.starts_with('-')))
+            .flatten();
+        if let Some(f) = file {
+            return named(TestRunner::NodeTest, f);
+        }
     }
     if let Some(w) = var("VITEST_POOL_ID").or(var("VITEST_WORKER_ID")) {
         return named(TestRunner::Vitest, &format!("worker {w}"));
@@ -292,9 +298,29 @@ pub fn test_named(env: &[(String, String)], argv: &[String]) -> Option<TestName>
     var("JEST_WORKER_ID").and_then(|w| named(TestRunner::Jest, &format!("worker {w}")))
 }
 
+/// Whether a command line runs node (`node`, `/usr/bin/node`, `node22`, `node.exe`).
+fn is_node(argv: &[String]) -> bool {
+    argv.first().is_some_and(|a| {
+        let base = a.rsplit(['/', '\\']).next().unwrap_or(a);
+        base.strip_prefix("node").is_some_and(|rest| {
+            rest.trim_end_matches(".exe")
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env_of(k: &str, v: &str) -> Vec<(String, String)> {
+        vec![(k.to_owned(), v.to_owned())]
+    }
+
+    fn words(s: &str) -> Vec<String> {
+        s.split(' ').map(str::to_owned).collect()
+    }
 
     fn sight(pid: u32, ticks: u64, ppid: u32, argv: &str) -> FirstSight {
         FirstSight {
@@ -417,8 +443,8 @@ mod tests {
 
     #[test]
     fn each_runner_is_read_from_what_it_leaves() {
-        let env = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
-        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let env = env_of;
+        let argv = words;
         let t = test_named(
             &[
                 ("NEXTEST_BINARY_ID".into(), "app::cli".into()),
@@ -460,5 +486,37 @@ mod tests {
             None
         );
         assert_eq!(test_named(&[], &argv("sleep 60")), None);
+    }
+
+    #[test]
+    fn regression_what_a_node_test_starts_inherits_its_variable_but_names_no_test() {
+        // A test's `sleep 3301` was named "3301" by the variable it inherited.
+        let (env, argv) = (env_of, words);
+        let context = env("NODE_TEST_CONTEXT", "child-v8");
+        assert_eq!(test_named(&context, &argv("sleep 3301")), None);
+        assert_eq!(test_named(&context, &argv("/usr/bin/python3 x.py")), None);
+        for node in ["node", "/usr/bin/node", "node22", "C:\\node\\node.exe"] {
+            let t = test_named(&context, &argv(&format!("{node} /t/leak.test.mjs")));
+            assert_eq!(
+                t.map(|t| t.name),
+                Some("/t/leak.test.mjs".to_owned()),
+                "{node}"
+            );
+        }
+        // Up the chain, the node child names it for the sleep.
+        let mut l = Lineage::new(sight(100, 10, 1, "node --test"));
+        let mut child = sight(101, 11, 100, "node /t/leak.test.mjs");
+        child.test_env = context.clone();
+        l.see(child);
+        let mut sleep = sight(102, 12, 101, "sleep 3301");
+        sleep.test_env = context;
+        l.see(sleep);
+        let t = l
+            .test_of(ProcId::new(102, 12))
+            .expect("named by its node parent");
+        assert_eq!(
+            (t.runner, t.name.as_str()),
+            (TestRunner::NodeTest, "/t/leak.test.mjs")
+        );
     }
 }
