@@ -91,6 +91,21 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         textfile: Option<PathBuf>,
     },
+    /// Serve debugtop's tools to an MCP host over stdio (for the agent doing the dogfooding).
+    ///
+    /// One monitor is kept warm between calls. Tools: overview, audit (optionally watching,
+    /// with progress), explain (one finding in full), process (one process in full), export
+    /// (an incident snapshot) and kill — the last only with --allow-kill, and only for the
+    /// exact plan an audit showed (its digest). Every answer is redacted as an export is and
+    /// bounded for a model's context. Nothing but the protocol is written to stdout.
+    Mcp {
+        /// What the monitor looks at and how it judges.
+        #[command(flatten)]
+        monitor: MonitorArgs,
+        /// Let the `kill` tool end what a finding's plan names (refused otherwise).
+        #[arg(long)]
+        allow_kill: bool,
+    },
     /// Run the liveness audit: exit 0 when clean, 1 with findings, 2 when it could not audit.
     Audit {
         /// What the audit looks at.

@@ -26,6 +26,7 @@ use debugtop_core::safe_fs::Visibility;
 use debugtop_core::sampler::{self, Config, Engine};
 
 mod fleet;
+mod mcp;
 mod run_verb;
 mod serve;
 
@@ -100,6 +101,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => audit_command(&args, json, &targets, textfile).await,
         kill @ Command::Kill { .. } => kill_command(kill).await,
         Command::Run(args) => run_verb::run(&args).await,
+        Command::Mcp {
+            monitor,
+            allow_kill,
+        } => mcp::serve(monitor_config(&monitor), allow_kill).await,
         Command::JoinCgroup { .. } => anyhow::bail!("__join-cgroup runs before the runtime"),
     }
 }
@@ -375,7 +380,11 @@ async fn kill_cmd(
 /// Every refusal again, against the table as it is now (time passed since planning) — with
 /// `force`, plus the plan's targets read from the system now, so a forced pid is checked
 /// against its identity, not refused for being outside every tree — then the signals.
-async fn execute_now(plan: KillPlan, print: bool, force: bool) -> anyhow::Result<KillReport> {
+pub(crate) async fn execute_now(
+    plan: KillPlan,
+    print: bool,
+    force: bool,
+) -> anyhow::Result<KillReport> {
     let live = live_now().await?;
     let live = if force {
         kill::with_forced_targets(&live, &plan)

@@ -73,6 +73,7 @@ pub mod linux;
 #[cfg(windows)]
 pub mod windows;
 
+pub mod detail;
 mod glance;
 mod harvest;
 mod identity;

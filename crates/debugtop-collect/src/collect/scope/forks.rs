@@ -104,9 +104,18 @@ fn listen_request() -> Vec<u8> {
 /// One event as the kernel framed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
-    Fork { parent: u32, child_pid: u32, child: u32 },
-    Exec { pid: u32 },
-    Exit { pid: u32, thread: u32 },
+    Fork {
+        parent: u32,
+        child_pid: u32,
+        child: u32,
+    },
+    Exec {
+        pid: u32,
+    },
+    Exit {
+        pid: u32,
+        thread: u32,
+    },
 }
 
 fn parse(msg: &[u8]) -> Option<Event> {
@@ -210,7 +219,13 @@ mod tests {
         let born = hear(&mut ours, fork(me, 4_000_003).unwrap());
         assert!(matches!(born, Some(Heard::Born { pid: 4_000_003, ppid, .. }) if ppid == me));
         let born = hear(&mut ours, fork(4_000_003, 4_000_004).unwrap());
-        assert!(matches!(born, Some(Heard::Born { ppid: 4_000_003, .. })));
+        assert!(matches!(
+            born,
+            Some(Heard::Born {
+                ppid: 4_000_003,
+                ..
+            })
+        ));
         // Once it exits, its pid is nobody's: a reuse of it is not followed.
         let exit = parse(&event(PROC_EVENT_EXIT, [4_000_003, 4_000_003, 0, 0])).unwrap();
         assert_eq!(hear(&mut ours, exit), None);
