@@ -28,6 +28,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+mod stdio;
+
 /// How long a tool waits for the monitor's first look.
 const FIRST_LOOK: Duration = Duration::from_secs(30);
 /// The longest watch an audit may ask for.
@@ -53,7 +55,7 @@ pub async fn serve(config: sampler::Config, allow_kill: bool) -> anyhow::Result<
         }
     );
     let service = server
-        .serve(rmcp::transport::stdio())
+        .serve(stdio::transport())
         .await
         .context("the MCP client did not initialize")?;
     service.waiting().await.context("the MCP session failed")?;

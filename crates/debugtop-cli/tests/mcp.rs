@@ -377,11 +377,11 @@ fn the_conformance_suites_server_scenarios_that_apply_pass() {
     drop(bridge);
 }
 
-/// Over the raw stdio transport: a line that is no JSON does not end the server (the next
-/// request is answered), stdout holds nothing but protocol, and when the client goes away
-/// (its end of stdin closed) the server ends.
+/// Over the raw stdio transport: a line that is no JSON gets `-32700` and does not end the
+/// server (the next request is answered), stdout holds nothing but protocol (every line
+/// parses), and when the client goes away (its end of stdin closed) the server ends.
 #[test]
-fn garbage_is_survived_and_a_gone_client_ends_the_server() {
+fn garbage_gets_a_parse_error_and_a_gone_client_ends_the_server() {
     use std::io::{BufRead, Write};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_debugtop-cli"))
         .arg("mcp")
@@ -404,7 +404,7 @@ fn garbage_is_survived_and_a_gone_client_ends_the_server() {
     stdin.flush().unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut answers = Vec::new();
-    while answers.len() < 3 {
+    while answers.len() < 4 {
         let mut line = String::new();
         if out.read_line(&mut line).unwrap() == 0 {
             break;
@@ -419,6 +419,14 @@ fn garbage_is_survived_and_a_gone_client_ends_the_server() {
             .cloned()
             .unwrap_or_default()
     };
+    let parse_error = answers
+        .iter()
+        .find(|a| a["id"].is_null() && a.get("error").is_some());
+    assert_eq!(
+        parse_error.map(|a| a["error"]["code"].clone()),
+        Some(json!(-32700)),
+        "{answers:?}"
+    );
     assert_eq!(by_id(2)["error"]["code"], -32601, "{answers:?}");
     assert!(
         by_id(3)["result"].is_object(),
