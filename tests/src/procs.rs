@@ -185,6 +185,34 @@ pub fn ppid_of(pid: u32) -> Option<u32> {
     stat[stat.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
 }
 
+/// `root` and every live descendant of it now, by identity, added to `ours`: what a test
+/// started, taken while the tree still hangs together (before a kill orphans part of it).
+pub fn remember_tree(root: u32, ours: &mut Vec<(u32, u64)>) {
+    let now = start_ticks(root)
+        .map(|t| (root, t))
+        .into_iter()
+        .chain(descendants(root));
+    for id in now {
+        if !ours.contains(&id) {
+            ours.push(id);
+        }
+    }
+}
+
+/// Asserts that every target of `plan` is one of `ours` (pid and start): a plan a test
+/// executes, as root, signals only processes the test started.
+pub fn assert_only_ours(plan: &debugtop_core::model::KillPlan, ours: &[(u32, u64)]) {
+    for t in &plan.targets {
+        assert!(
+            ours.contains(&(t.pid, t.start_ticks)),
+            "{} {} is not a process this test started: not executing {:?}",
+            t.role,
+            t.pid,
+            plan.describe()
+        );
+    }
+}
+
 /// Every live descendant of `root` (by parent links), with identities.
 pub fn descendants(root: u32) -> Vec<(u32, u64)> {
     let mut all = Vec::new();

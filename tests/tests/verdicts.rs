@@ -15,7 +15,7 @@ use debugtop_core::model::{Finding, FindingKind, Outcome, ProcId, Role, Update};
 use debugtop_core::sampler::Engine;
 use debugtop_core::state::plan::{self, PlanOptions};
 use debugtop_e2e::mcp::{Abandoned, Client, Server};
-use debugtop_e2e::procs::{my_pid, signal_if_same, state_of};
+use debugtop_e2e::procs::{assert_only_ours, my_pid, remember_tree, signal_if_same, state_of};
 use debugtop_e2e::{finding_of, fixture, render, start_ticks, tick_until, wait_for, Spawned};
 use nix::sys::signal::Signal;
 
@@ -99,6 +99,9 @@ async fn frozen_js_worker_leaves_its_surviving_chain_found_and_the_kill_removes_
         }
     })
     .await;
+    // What this test started, while it is still one tree under the server.
+    let mut ours = Vec::new();
+    remember_tree(server.pid(), &mut ours);
     // Freeze the worker (a descendant of our server) before the stale sweep reaps its session.
     let wt = start_ticks(worker).unwrap();
     assert!(signal_if_same(worker, wt, Signal::SIGSTOP));
@@ -184,6 +187,8 @@ async fn frozen_js_worker_leaves_its_surviving_chain_found_and_the_kill_removes_
         .targets
         .iter()
         .any(|t| t.pid == server.pid() || t.pid == sentinel.0.pid));
+    remember_tree(server.pid(), &mut ours);
+    assert_only_ours(&plan, &ours);
 
     let report = tokio::task::spawn_blocking(move || kill::execute(&plan, |_| {}))
         .await
@@ -238,6 +243,9 @@ async fn server_kill_9_leaves_orphaned_spinning_workers_that_need_sigkill() {
         (w.len() == sessions.len()).then_some(w)
     })
     .await;
+    // What this test started, taken before the kill orphans it.
+    let mut ours = Vec::new();
+    remember_tree(server.pid(), &mut ours);
     server.proc.signal(Signal::SIGKILL);
     server.proc.reap();
     drop(client);
@@ -277,6 +285,7 @@ async fn server_kill_9_leaves_orphaned_spinning_workers_that_need_sigkill() {
     );
     for o in &orphans {
         let plan = o.plan.clone().unwrap();
+        assert_only_ours(&plan, &ours);
         let pid = o.pids[0];
         let report = tokio::task::spawn_blocking(move || kill::execute(&plan, |_| {}))
             .await

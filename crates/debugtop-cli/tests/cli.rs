@@ -154,7 +154,7 @@ async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
     let server = Server::start(60_000);
     // Its proxy log goes where the real server puts its workers' logs (beside its own log):
     // a worker's own log must not count as the server having created the session.
-    let (_harness, worker, session) = seed_bug_stand_in(server.pid(), server.dir.path());
+    let (harness, worker, session) = seed_bug_stand_in(server.pid(), server.dir.path());
     let proxy_log = server
         .dir
         .path()
@@ -214,6 +214,16 @@ async fn seed_bug_stand_in_is_found_by_audit_and_removed_by_kill() {
         planned.len() >= 2 && planned.iter().any(|(p, _)| *p == u64::from(worker)),
         "the worker and its mock adapter are in the plan: {planned:?}"
     );
+    // Only what this test started (its harness's tree) before the kill executes, as root.
+    let mut ours = Vec::new();
+    debugtop_e2e::procs::remember_tree(harness.pid, &mut ours);
+    for (pid, ticks) in &planned {
+        assert!(
+            ours.iter()
+                .any(|(p, t)| u64::from(*p) == *pid && t == ticks),
+            "{pid} is not a process this test started: {planned:?}"
+        );
+    }
     let id = f["id"].as_str().unwrap().to_owned();
 
     // The readable report names it and says how to fix it.

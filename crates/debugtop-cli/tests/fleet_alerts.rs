@@ -52,10 +52,20 @@ fn kinds_before() -> Vec<String> {
     kinds
 }
 
-/// The alerts Prometheus holds now (pending or firing), as `alertname{kind}`.
+/// The alerts Prometheus holds now (pending or firing), as `alertname{kind}`. A call that
+/// fails fails the test: an empty list must mean no alert, never no answer.
 fn alerts(p: &Prometheus) -> Vec<(String, String, String)> {
-    p.api("/api/v1/alerts")
-        .and_then(|v| v["data"]["alerts"].as_array().cloned())
+    let answer = wait(
+        Duration::from_secs(10),
+        "Prometheus's /api/v1/alerts",
+        || {
+            p.api("/api/v1/alerts")
+                .filter(|v| v["status"] == "success" && v["data"]["alerts"].is_array())
+        },
+    );
+    answer["data"]["alerts"]
+        .as_array()
+        .cloned()
         .unwrap_or_default()
         .iter()
         .map(|a| {
