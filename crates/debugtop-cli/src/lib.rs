@@ -57,9 +57,11 @@ pub enum Command {
         #[arg(long = "target", value_name = "TARGET")]
         targets: Vec<Target>,
     },
-    /// Stream updates: one line per tick (NDJSON with --json, a summary otherwise). Tick errors
-    /// go to stderr, one line each; the stream goes on. With --json the first line is the
-    /// hello line (`{"hello": …}`), then one `Update` per line: the stream remote targets read.
+    /// Stream one update per tick, as a summary or as NDJSON.
+    ///
+    /// One line per tick (NDJSON with --json, a summary otherwise). Tick errors go to stderr,
+    /// one line each; the stream goes on. With --json the first line is the hello line
+    /// (`{"hello": …}`), then one `Update` per line: the stream remote targets read.
     Watch {
         /// What the monitor looks at and how it judges.
         #[command(flatten)]
@@ -75,11 +77,12 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         textfile: Option<PathBuf>,
     },
-    /// Serve the verdicts to Prometheus: `/metrics` (the text format, OpenMetrics when the
-    /// scraper asks), `/api/findings` (the findings as JSON, redacted, with the command that
-    /// fixes each) and `/healthz`, from one monitor stepped every interval (a scrape reads its
-    /// latest look, never waits for one). Loopback unless --listen names another address;
-    /// nothing served changes the machine.
+    /// Serve the verdicts to Prometheus over HTTP.
+    ///
+    /// `/metrics` (the text format, OpenMetrics when the scraper asks), `/api/findings` (the
+    /// findings as JSON, redacted, with the command that fixes each) and `/healthz`, from one
+    /// monitor stepped every interval (a scrape reads its latest look, never waits for one).
+    /// Loopback unless --listen names another address; nothing served changes the machine.
     Serve {
         /// Where to listen.
         #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR")]
@@ -91,7 +94,7 @@ pub enum Command {
         #[arg(long, value_name = "PATH")]
         textfile: Option<PathBuf>,
     },
-    /// Serve debugtop's tools to an MCP host over stdio (for the agent doing the dogfooding).
+    /// Serve debugtop's tools to an MCP host over stdio.
     ///
     /// One monitor is kept warm between calls. Tools: overview, audit (optionally watching,
     /// with progress), explain (one finding in full), process (one process in full), export
@@ -126,10 +129,11 @@ pub enum Command {
         #[arg(long = "target", value_name = "TARGET")]
         targets: Vec<Target>,
     },
-    /// End a process (or what a finding names) safely: plan, SIGTERM, wait, SIGKILL, verify.
-    /// Exit 0 only if every targeted process is verified gone, 1 when not (or nothing is left
-    /// to signal, or it was not confirmed), 2 when no plan can be made (no such finding, or
-    /// one killing does not fix).
+    /// End a process, or what a finding names, with a planned and verified kill.
+    ///
+    /// Plan, SIGTERM, wait, SIGKILL, verify. Exit 0 only if every targeted process is verified
+    /// gone, 1 when not (or nothing is left to signal, or it was not confirmed), 2 when no plan
+    /// can be made (no such finding, or one killing does not fix).
     Kill {
         /// A pid, or one or more finding ids from `audit` (e.g. `leaked-adapter:1234.5678`),
         /// killed in one plan.
