@@ -97,8 +97,8 @@ def soak(secs):
 def demo_only(interval_ms, windows):
     """The demo alone at `interval_ms`, `windows` windows of 30 s from 40 s after start (the
     web process's JIT warm-up past): at 30,000 ms the window has next to nothing to draw, so
-    the difference with 1,000 is what a tick costs (BENCHMARKS.md, "What a drawn frame
-    costs")."""
+    the difference with 1,000 is what a tick costs (docs/benchmarks/2026-12-05.md, "What a
+    drawn frame costs")."""
     with demo_with_app(interval_ms) as app:
         time.sleep(40)
         for i in range(windows):

@@ -546,8 +546,8 @@ fn regression_force_was_refused_at_execution_now_it_takes_the_pid_and_its_descen
 }
 
 /// mimalloc asked the kernel for transparent huge pages on its arenas: a `watch` held 18 MB of
-/// them within a second, and about twice the memory over an hour (BENCHMARKS.md, "Without
-/// transparent huge pages"). The allocator is built without (`no_thp`).
+/// them within a second, and about twice the memory over an hour (docs/benchmarks/2026-12-04.md,
+/// "Without transparent huge pages"). The allocator is built without (`no_thp`).
 ///
 /// Judged in every THP mode by the asking itself: a mapping advised `MADV_HUGEPAGE` carries
 /// `hg` in its `VmFlags` (`/proc/<pid>/smaps`) whatever the system's mode, and none of the
