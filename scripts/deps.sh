@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 what="${1:-test}"
 
 # Room on the disk, first: a full disk fails far from its cause (Wine's prefix set-up exits 53
-# with nothing said). A fresh clone's `make test` took 11 GB (stop 34); `make run` builds only
+# with nothing said). A fresh clone's `make test` took 11 GB when measured; `make run` builds only
 # the app: less (not measured).
 need_gb=4; [ "$what" = test ] && need_gb=12
 free_gb=$(( $(df -Pk . | awk 'NR==2 {print $4}') / 1024 / 1024 ))

@@ -466,7 +466,7 @@ mod text_tests {
                 r#"only --auth-required "cut --auth-required  --pass "a Zq7c1 b""#,
                 vec!["Zq7c1"],
             ),
-            // The review of stop 25: forms that went through.
+            // Forms a read of the redaction found going through.
             ("curl -u alice:Zqu1 https://h", vec!["Zqu1"]),
             (
                 "--passphrase Zqp2 --bearer Zqb3 -PZqP4",
@@ -487,7 +487,7 @@ mod text_tests {
             ("$6$Zqs$Zqh/.x", vec!["Zqs", "Zqh"]),
             (r#"{"cmd":"x --password 'a Zqw2'"}"#, vec!["Zqw2"]),
             (r#"{"cmd":"x --password \"a Zqw3\" y"}"#, vec!["Zqw3"]),
-            // The review of stop 40: forms that went through.
+            // Forms a second read found going through.
             ("curl -ualice:Zqa1 https://h", vec!["Zqa1"]),
             ("redis-server --requirepass Zqa2", vec!["Zqa2"]),
             ("x --accessKey Zqa3 --privateKey Zqa4", vec!["Zqa3", "Zqa4"]),

@@ -67,7 +67,7 @@ mod document {
         "$y$j9T$salt$SECRET",
         "--password 'a SECRET'",
         "--password \"a SECRET\"",
-        // The review of stop 40.
+        // Forms a second read of the redaction found going through.
         "-ualice:SECRET",
         "--requirepass SECRET",
         "--accessKey SECRET",
