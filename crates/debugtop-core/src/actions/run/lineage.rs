@@ -52,17 +52,35 @@ pub struct Lineage {
     last_of_pid: HashMap<u32, ProcId>,
     /// The run's command.
     root: Option<ProcId>,
+    /// The test runners' variables `run` itself was started with: the test `run` runs in (a
+    /// nextest or pytest test around it), inherited by everything it starts, names no test
+    /// of the run.
+    outer: Vec<(String, String)>,
 }
 
 impl Lineage {
     /// A lineage rooted at the run's command.
     pub fn new(root: FirstSight) -> Self {
+        Self::inside(root, Vec::new())
+    }
+
+    /// A lineage rooted at the run's command, `run` itself started with the test runners'
+    /// variables `outer`: a member's variable equal to one of them is inherited from around
+    /// the run, not set by a runner inside it.
+    pub fn inside(root: FirstSight, outer: Vec<(String, String)>) -> Self {
         let mut l = Self {
             root: Some(root.id),
+            outer,
             ..Self::default()
         };
         l.see(root);
         l
+    }
+
+    /// `env` without what was inherited from around the run.
+    fn own(&self, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+        env.retain(|kv| !self.outer.contains(kv));
+        env
     }
 
     /// Whether this identity is known.
@@ -91,12 +109,13 @@ impl Lineage {
                 }
             }
         }
+        let test_env = self.own(s.test_env);
         self.records.insert(
             s.id,
             Record {
                 parent,
                 argv: s.argv,
-                test_env: s.test_env,
+                test_env,
                 gone: false,
                 looks: 0,
             },
@@ -120,6 +139,7 @@ impl Lineage {
                 argv,
                 test_env,
             } => {
+                let test_env = self.own(test_env);
                 if let Some(r) = self.records.get_mut(&ProcId::new(pid, start_ticks)) {
                     if !argv.is_empty() {
                         r.argv = argv;
@@ -183,6 +203,7 @@ impl Lineage {
     /// What a look after the first read of it: its command line and environment now (kept
     /// only when they could be read).
     pub fn read_again(&mut self, id: ProcId, argv: Vec<String>, test_env: Vec<(String, String)>) {
+        let test_env = self.own(test_env);
         if let Some(r) = self.records.get_mut(&id) {
             r.looks = r.looks.saturating_add(1);
             if !argv.is_empty() {
@@ -400,6 +421,37 @@ mod tests {
         assert!(!l.knows(ProcId::new(200, 20)));
         l.hear(born(201, 100, 5));
         assert!(!l.knows(ProcId::new(201, 5)));
+    }
+
+    #[test]
+    fn regression_a_runner_variable_inherited_from_around_the_run_names_no_test() {
+        // `run` in a nextest test: every member inherits its NEXTEST_TEST_NAME, and a jest
+        // worker inside was named as that nextest test.
+        let around = vec![("NEXTEST_TEST_NAME".to_owned(), "run::outer".to_owned())];
+        let mut l = Lineage::inside(sight(100, 10, 1, "jest"), around.clone());
+        let mut worker = sight(101, 11, 100, "node jest-worker");
+        worker.test_env = around.clone();
+        worker.test_env.push(("JEST_WORKER_ID".into(), "1".into()));
+        l.see(worker);
+        let mut leak = sight(102, 12, 101, "sleep 60");
+        leak.test_env = worker_env(&around);
+        l.see(leak);
+        let t = l
+            .test_of(ProcId::new(102, 12))
+            .expect("named by the inner runner");
+        assert_eq!((t.runner, t.name.as_str()), (TestRunner::Jest, "worker 1"));
+        // Near miss: a nextest test started inside the run names its own test (another value).
+        let mut inner = sight(103, 13, 100, "/t/cli --exact x");
+        inner.test_env = vec![("NEXTEST_TEST_NAME".into(), "cli::x".into())];
+        l.see(inner);
+        let t = l.test_of(ProcId::new(103, 13)).expect("named");
+        assert_eq!((t.runner, t.name.as_str()), (TestRunner::Nextest, "cli::x"));
+    }
+
+    fn worker_env(around: &[(String, String)]) -> Vec<(String, String)> {
+        let mut env = around.to_vec();
+        env.push(("JEST_WORKER_ID".into(), "1".into()));
+        env
     }
 
     #[test]

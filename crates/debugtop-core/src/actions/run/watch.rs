@@ -180,15 +180,22 @@ impl Watch {
     pub fn begin(pid: u32, command: &[OsString], started: (Instant, DateTime<Utc>)) -> Self {
         let start_ticks = scope::read_member(pid).map_or(0, |m| m.start_ticks);
         let id = ProcId::new(pid, start_ticks);
-        let lineage = Lineage::new(FirstSight {
-            id,
-            ppid: std::process::id(),
-            argv: command
-                .iter()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-            test_env: Vec::new(),
-        });
+        // What a test runner around `run` itself set: inherited by the whole run.
+        let outer = std::env::vars()
+            .filter(|(k, _)| scope::TEST_ENV.contains(&k.as_str()))
+            .collect();
+        let lineage = Lineage::inside(
+            FirstSight {
+                id,
+                ppid: std::process::id(),
+                argv: command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+                test_env: Vec::new(),
+            },
+            outer,
+        );
         let mut tick = tokio::time::interval(LOOK_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         Self {
