@@ -152,13 +152,18 @@ impl Lineage {
         }
     }
 
+    /// A process born to `ppid`. Its start is 0 when it was gone before it could be read (the
+    /// middle of a double fork lives microseconds): it is then remembered as starting with its
+    /// parent, a lower bound, so that what it started is still shown under it.
     fn born(&mut self, id: ProcId, ppid: u32) {
-        let Some(parent) =
-            self.last_of_pid.get(&ppid).copied().filter(|p| {
-                p.start_ticks <= id.start_ticks && p.pid != id.pid && id.start_ticks > 0
-            })
-        else {
+        let Some(parent) = self.last_of_pid.get(&ppid).copied().filter(|p| {
+            p.pid != id.pid && (id.start_ticks == 0 || p.start_ticks <= id.start_ticks)
+        }) else {
             return;
+        };
+        let id = match id.start_ticks {
+            0 => ProcId::new(id.pid, parent.start_ticks),
+            _ => id,
         };
         if let Some(r) = self.records.get_mut(&id) {
             r.parent = r.parent.or(Some(parent));
@@ -414,6 +419,16 @@ mod tests {
         assert_eq!(
             l.record(ProcId::new(102, 12)).unwrap().argv,
             ["sleep", "60"]
+        );
+        // The kernel told of a fork too late to read the child (it was gone): it stands in
+        // with its parent's start, and its own child is still shown under it.
+        l.hear(born(110, 100, 0));
+        l.hear(born(111, 110, 14));
+        let (chain, complete) = l.ancestry(ProcId::new(111, 14));
+        assert!(complete, "{chain:?}");
+        assert_eq!(
+            chain.iter().map(|a| a.id.pid).collect::<Vec<_>>(),
+            [110, 100]
         );
         // Near misses: a fork by a process the run does not know (debugtop's own helpers),
         // and a child that claims to be older than its parent.
