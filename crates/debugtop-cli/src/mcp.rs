@@ -1,8 +1,8 @@
 //! `mcp`: debugtop as one of an agent's MCP tools, over stdio. One monitor (the sampler
 //! `watch` and `serve` run) is kept warm for the life of the connection, so every question is
 //! answered from a running engine; nothing but the protocol is written to stdout. Every answer
-//! is redacted as an export is and sized by the core's `report::agent`; the one tool that
-//! changes the machine, `kill`, is there only with `--allow-kill`, and ends exactly the plan
+//! is built from the update the sampler publishes, redacted once as it is for the app's views,
+//! and sized by the core's `report::agent`; the one tool that changes the machine, `kill`, is there only with `--allow-kill`, and ends exactly the plan
 //! the agent was shown (by its digest), rechecked against the table as the CLI's kill is.
 
 use std::path::{Path, PathBuf};
@@ -40,6 +40,10 @@ const SUMMARY_CHARS: usize = 4000;
 /// Serves MCP on stdin/stdout until the client goes away.
 pub async fn serve(config: sampler::Config, allow_kill: bool) -> anyhow::Result<ExitCode> {
     let home = config.state.home.clone();
+    // Every answer is built from the published update, which the sampler redacts once as it
+    // publishes (as for the app's views): on, whatever the flags.
+    let mut config = config;
+    config.state.redact = true;
     let running = sampler::spawn(config).context("cannot start the sampler")?;
     let server = Debugtop {
         updates: running.updates.clone(),
@@ -174,8 +178,9 @@ impl Debugtop {
         &self,
         Parameters(args): Parameters<PageArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let s = self.redacted().await?;
-        let o = agent::overview(&s, Page::new(args.offset, args.limit));
+        let p = self.latest().await?;
+        let s = &p.update.snapshot;
+        let o = agent::overview(s, Page::new(args.offset, args.limit));
         let text = format!(
             "{}: {} server(s), {} HTTP and {} debug session(s), {} process(es); {}",
             o.host,
@@ -212,8 +217,8 @@ impl Debugtop {
         self.watch(secs, &context).await?;
         let published = self.latest().await?;
         let digests = group_digests(&published);
-        let s = self.redact(&published.update.snapshot);
-        let mut a = agent::audit(&s, Page::new(args.offset, args.limit));
+        let s = &published.update.snapshot;
+        let mut a = agent::audit(s, Page::new(args.offset, args.limit));
         for g in &mut a.groups {
             g.plan_digest = digests
                 .iter()
@@ -239,8 +244,9 @@ impl Debugtop {
         Parameters(args): Parameters<FindingArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let id = parse_id(&args.finding_id)?;
-        let s = self.redacted().await?;
-        let Some(e) = agent::explain(&s, &id.to_string(), Page::new(None, args.limit)) else {
+        let p = self.latest().await?;
+        let s = &p.update.snapshot;
+        let Some(e) = agent::explain(s, &id.to_string(), Page::new(None, args.limit)) else {
             return Ok(refused(format!(
                 "no current finding {id}: it is fixed, or gone; run the audit again"
             )));
@@ -270,7 +276,8 @@ impl Debugtop {
         &self,
         Parameters(args): Parameters<ProcessArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let s = self.redacted().await?;
+        let p = self.latest().await?;
+        let s = &p.update.snapshot;
         let pid = args.pid;
         let (cwd, ports) =
             tokio::task::spawn_blocking(move || debugtop_core::collect::detail::cwd_and_ports(pid))
@@ -278,7 +285,7 @@ impl Debugtop {
                 .unwrap_or_default();
         let cwd = cwd.map(|c| debugtop_core::redact::redact_text(&c, self.home.as_deref()));
         let page = Page::new(None, args.limit);
-        let Some(p) = agent::process(&s, pid, cwd, ports, page) else {
+        let Some(p) = agent::process(s, pid, cwd, ports, page) else {
             return Ok(refused(format!(
                 "pid {pid} is not a process of the monitored trees now"
             )));
@@ -414,18 +421,6 @@ impl Debugtop {
                 None,
             )),
         }
-    }
-
-    /// The latest look, redacted as an export is.
-    async fn redacted(&self) -> Result<Snapshot, ErrorData> {
-        let p = self.latest().await?;
-        Ok(self.redact(&p.update.snapshot))
-    }
-
-    fn redact(&self, s: &Snapshot) -> Snapshot {
-        let mut s = s.clone();
-        debugtop_core::redact::redact_snapshot(&mut s, self.home.as_deref());
-        s
     }
 
     /// Waits `secs` seconds of looks, notifying progress each second when the client asked.

@@ -58,7 +58,7 @@ impl Default for Engines {
 }
 
 /// `var`'s words, when it is set to something that splits into at least one word.
-fn words_of(var: &str) -> Option<Vec<String>> {
+pub(crate) fn words_of(var: &str) -> Option<Vec<String>> {
     std::env::var(var)
         .ok()
         .and_then(|s| shlex::split(&s))

@@ -379,11 +379,7 @@ const PENDING_LOOKS: u64 = 20;
 /// The engine command for a client: `DEBUGTOP_DOCKER_COMMAND` where set (the engine's own
 /// setting), else `docker` with the client's engine options and environment.
 fn engine_for(run: &DockerRun, env: &[(String, String)]) -> Vec<String> {
-    if let Some(words) = std::env::var(DOCKER_COMMAND_ENV)
-        .ok()
-        .map(|v| v.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
-        .filter(|w| !w.is_empty())
-    {
+    if let Some(words) = crate::targets::command::words_of(DOCKER_COMMAND_ENV) {
         return words;
     }
     let mut words = vec!["docker".to_owned()];
