@@ -250,13 +250,15 @@ fn a_burst_of_exits_larger_than_a_batch_is_seen_whole_by_one_poll() {
 /// Found in CI: a leaked adapter killed by its finding's plan was shown sleeping at the next
 /// tick. Quiet processes are served from their last read on most scans, and an exit reached
 /// the scan only once the watcher's thread had run — on two busy cores, after the tick. Every
-/// one of these quiet workers, killed right before a tick, is a zombie at that tick.
+/// one of these quiet workers, killed right before a tick, is a zombie at that tick. The
+/// engine's watcher here has no thread, so only the scan's own poll can see the exits (with
+/// that poll undone, every worker is shown sleeping).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn regression_a_quiet_worker_killed_right_before_a_tick_is_a_zombie_at_that_tick() {
     let mut workers: Vec<Spawned> = (0..8)
         .map(|_| stand_in_worker("sleep 300", &uuid::Uuid::new_v4().to_string()))
         .collect();
-    let mut e = Engine::new(Config::default()).unwrap();
+    let mut e = Engine::with_exits(Config::default(), ExitWatcher::without_thread()).unwrap();
     // Old enough not to be young, and read alike often enough to be quiet.
     tokio::time::sleep(debugtop_core::collect::YOUNG).await;
     for _ in 0..2 * debugtop_core::collect::QUIET_EVERY {

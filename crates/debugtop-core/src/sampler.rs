@@ -121,6 +121,18 @@ impl Engine {
         })
     }
 
+    /// A new engine whose sources watch exits with `exits` (see [`Sources::with_exits`]).
+    #[doc(hidden)]
+    pub fn with_exits(
+        config: Config,
+        exits: Option<crate::collect::exits::ExitWatcher>,
+    ) -> Result<Self> {
+        Ok(Self {
+            sources: Sources::with_exits(&config.sources, exits)?,
+            state: State::new(config.state),
+        })
+    }
+
     /// One tick. Every source failure is recorded in the snapshot's `sources`; only a failure
     /// to read the process table at all is an error.
     pub async fn tick(&mut self) -> Result<Update> {

@@ -101,10 +101,15 @@ type LocalRead = (ProcessTable, Vec<Exit>, Vec<ServerObservation>);
 impl Sources {
     /// Opens the collector and starts the exit watcher.
     pub fn new(config: &SourcesConfig) -> Result<Self> {
-        let exits = (!config.one_look)
-            .then(ExitWatcher::start)
-            .flatten()
-            .map(Arc::new);
+        let exits = (!config.one_look).then(ExitWatcher::start).flatten();
+        Self::with_exits(config, exits)
+    }
+
+    /// Opens the collector over `exits`, a watcher already made (a test's, without its
+    /// thread, so that only the scan's own poll can see an exit).
+    #[doc(hidden)]
+    pub fn with_exits(config: &SourcesConfig, exits: Option<ExitWatcher>) -> Result<Self> {
+        let exits = exits.map(Arc::new);
         let mut collector = Collector::new()?;
         collector.set_one_read_cpu(config.one_look);
         Ok(Self {
