@@ -327,6 +327,21 @@ fn regression_a_session_id_shaped_like_a_key_switched_redaction_off() {
         "[SM _updateSessionState {sid}] State change: running -> paused"
     ));
     evil.write("logs/server.log", lines.as_bytes());
+    // Unredacted, every one of them is there: the checks below can fail.
+    let raw = text(&run(&["snapshot", "--no-redact"]));
+    let raw_md = text(&run(&["snapshot", "--no-redact", "--format", "md"]));
+    for shown in ["ZqRootA1", "ZqRootB2", sid] {
+        assert!(
+            raw.contains(shown),
+            "{shown} never reached the JSON:\n{raw}"
+        );
+    }
+    for shown in ["ZqRootA1", "ZqRootB2", sid] {
+        assert!(
+            raw_md.contains(shown),
+            "{shown} never reached the Markdown:\n{raw_md}"
+        );
+    }
     let (json, md) = snapshots();
     for leaked in ["ZqRootA1", "ZqRootB2", sid] {
         assert!(!json.contains(leaked), "{leaked} in the JSON:\n{json}");
@@ -365,6 +380,17 @@ fn every_secret_form_on_a_command_line_is_hidden_in_every_field() {
     let args: Vec<&str> = forms.iter().flat_map(|f| f.iter().copied()).collect();
     let evil = Nobody::new();
     let _w = evil.orphaned_worker(std::process::id(), "forms-sess-1", &args);
+    // Unredacted, every form is in both: the checks below can fail.
+    for format in ["json", "md"] {
+        let raw = text(&run(&["snapshot", "--no-redact", "--format", format]));
+        for n in 1..=12 {
+            let secret = format!("ZqF{n:02}");
+            assert!(
+                raw.contains(&secret),
+                "{secret} not in the {format}:\n{raw}"
+            );
+        }
+    }
     let (json, md) = snapshots();
     assert!(
         json.contains("forms-sess-1"),

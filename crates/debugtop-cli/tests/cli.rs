@@ -311,7 +311,10 @@ fn kill_refuses_pid_1_and_strangers() {
 }
 
 /// The debugpy debuggee of a real python session carries `--adapter-access-token <secret>`:
-/// every export hides it unless `--no-redact` is given.
+/// the JSON export hides it unless `--no-redact` is given. The Markdown report is not checked
+/// for it here: the debuggee of a healthy session is in no finding, and the tree cuts its label
+/// before the token, so even an unredacted report lacks it (tried). Markdown redaction of
+/// command lines is checked in `across_users.rs`, where an unredacted report shows each secret.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exports_redact_the_real_debugpy_access_token() {
     let server = Server::start(60_000);
@@ -373,10 +376,6 @@ async fn exports_redact_the_real_debugpy_access_token() {
     assert!(
         !json.contains(&token),
         "token leaked into the JSON snapshot"
-    );
-    assert!(
-        !md.contains(&token),
-        "token leaked into the Markdown report"
     );
     assert!(md.contains(&session[..8]));
     let raw = std::fs::read_to_string(raw).unwrap();

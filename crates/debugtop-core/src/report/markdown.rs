@@ -50,7 +50,7 @@ fn findings(s: &Snapshot, o: &mut String) -> std::fmt::Result {
         writeln!(o)?;
     }
     for f in &s.findings {
-        finding(f, o)?;
+        finding(f, s, o)?;
     }
     if !s.unconfirmed.is_empty() {
         writeln!(o, "## Not yet confirmed")?;
@@ -62,13 +62,13 @@ fn findings(s: &Snapshot, o: &mut String) -> std::fmt::Result {
         )?;
         writeln!(o)?;
         for f in &s.unconfirmed {
-            finding(f, o)?;
+            finding(f, s, o)?;
         }
     }
     Ok(())
 }
 
-fn finding(f: &Finding, o: &mut String) -> std::fmt::Result {
+fn finding(f: &Finding, s: &Snapshot, o: &mut String) -> std::fmt::Result {
     let icon = match f.severity {
         Severity::Critical => "🔴 CRITICAL",
         Severity::Warning => "🟠 WARNING",
@@ -94,11 +94,45 @@ fn finding(f: &Finding, o: &mut String) -> std::fmt::Result {
         writeln!(o, "- {}", esc(e))?;
     }
     writeln!(o)?;
+    commands(f, s, o)?;
     write!(o, "**Suggested:** {}", esc(&f.suggested_action))?;
     if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
         write!(o, " — `debugtop-cli kill {}`", f.id)?;
     }
     writeln!(o)?;
+    writeln!(o)
+}
+
+/// The most processes of one finding whose command lines are written out.
+const COMMANDS_SHOWN: usize = 10;
+/// The most characters of one command line written out.
+const COMMAND_CHARS: usize = 1_000;
+
+/// The whole command line of each process a finding names (the tree cuts labels short): what
+/// a reader of the report needs to tell what leaked.
+fn commands(f: &Finding, s: &Snapshot, o: &mut String) -> std::fmt::Result {
+    let named: Vec<&crate::model::Proc> = f
+        .pids
+        .iter()
+        .filter_map(|pid| s.processes.iter().find(|p| p.pid == *pid))
+        .map(|p| &**p)
+        .collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    writeln!(o, "Command lines:")?;
+    writeln!(o)?;
+    for p in named.iter().take(COMMANDS_SHOWN) {
+        let line: String = crate::model::printable::one_line(&p.argv.join(" "))
+            .replace('`', "'")
+            .chars()
+            .take(COMMAND_CHARS)
+            .collect();
+        writeln!(o, "- {} {}: `{line}`", p.role, p.pid)?;
+    }
+    if named.len() > COMMANDS_SHOWN {
+        writeln!(o, "- and {} more", named.len() - COMMANDS_SHOWN)?;
+    }
     writeln!(o)
 }
 
@@ -578,6 +612,36 @@ mod tests {
         let md = render(&s);
         let section = md.split("## Not yet confirmed").nth(1).unwrap_or_default();
         assert!(section.contains(&format!("`{}`", s.findings[0].id)), "{md}");
+    }
+
+    #[test]
+    fn a_findings_processes_are_written_with_their_whole_command_line() {
+        let mut s = sample_snapshot();
+        let pid = s.findings[0].pids[0];
+        let long = format!(
+            "{} --token `x`\n## fake heading tail-ZqEnd",
+            "a".repeat(150)
+        );
+        let p = s.processes.iter_mut().find(|p| p.pid == pid).unwrap();
+        Arc::make_mut(p).facts.argv = vec!["node".to_owned(), long].into();
+        let md = render(&s);
+        let lines: Vec<&str> = md.lines().filter(|l| l.contains("tail-ZqEnd")).collect();
+        assert_eq!(lines.len(), 1, "past the tree's cut, on one line: {md}");
+        assert!(
+            lines[0].contains("--token 'x'\\x0a## fake heading"),
+            "{}",
+            lines[0]
+        );
+        // A process no finding names is in the tree only.
+        let named: Vec<u32> = s.findings.iter().flat_map(|f| f.pids.clone()).collect();
+        let other = s
+            .processes
+            .iter()
+            .find(|p| !named.contains(&p.pid))
+            .unwrap();
+        let listed = format!(" {}: `", other.pid);
+        let section = md.split("## Process tree").next().unwrap();
+        assert!(!section.contains(&listed), "{md}");
     }
 
     #[test]
