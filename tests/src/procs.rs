@@ -14,6 +14,15 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
     after.split(' ').nth(19)?.parse().ok()
 }
 
+/// Fields 14 and 15 of `/proc/<pid>/stat` (user and system CPU time, in ticks), summed.
+pub fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut after = stat[stat.rfind(')')? + 2..].split(' ').skip(11);
+    let user: u64 = after.next()?.parse().ok()?;
+    let system: u64 = after.next()?.parse().ok()?;
+    Some(user + system)
+}
+
 /// The state letter of `/proc/<pid>/stat`.
 pub fn state_of(pid: u32) -> Option<char> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use debugtop_core::collect::linux::ProcfsCollector;
 use debugtop_core::model::{ProcState, Role};
-use debugtop_e2e::procs::{my_pid, stand_in_worker};
+use debugtop_e2e::procs::{cpu_ticks, my_pid, stand_in_worker};
 use debugtop_e2e::{fixture, respawn_at, start_ticks, wait_for, Owned, Spawned};
 use nix::sys::signal::Signal;
 
@@ -506,6 +506,7 @@ fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning
     let mut spin_reads = 0;
     for i in 0..16 {
         let t = c.scan().expect("scan");
+        let spun = cpu_ticks(spin.pid).expect("the spinner's stat");
         let q = t.procs.iter().find(|p| p.pid == quiet.pid);
         let s = t.procs.iter().find(|p| p.pid == spin.pid);
         assert!(
@@ -519,7 +520,13 @@ fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning
         {
             spin_reads += 1;
         }
+        // At least 60 ms, and until the spinner has had CPU time since this scan (on two busy
+        // cores a fixed gap could pass without it running).
         std::thread::sleep(Duration::from_millis(60));
+        wait_for(Duration::from_secs(5), || {
+            (cpu_ticks(spin.pid)? > spun).then_some(())
+        })
+        .expect("the spinner runs");
     }
     // Quiet after 4 reads (the first, then 3 alike), then read one scan in four: 4 + 3 of 16.
     let reads = |pid| c.cache().reads(pid).unwrap_or(0);
@@ -529,8 +536,9 @@ fn a_quiet_watched_process_is_read_one_scan_in_four_and_always_listed_a_spinning
         reads(quiet.pid)
     );
     assert_eq!(reads(spin.pid), 16, "the spinning one is read every scan");
-    assert!(
-        spin_reads >= 14,
+    // Every scan but the first (which has no previous sample) measures its CPU.
+    assert_eq!(
+        spin_reads, 15,
         "the spinning one measured {spin_reads} times of 16"
     );
 }
