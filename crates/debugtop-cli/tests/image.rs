@@ -3,8 +3,8 @@
 //! nothing pulled), loaded into the tests' own dockerd and run as the DaemonSet runs it — the
 //! host's pid namespace, a read-only root, every capability dropped but the two reading every
 //! process needs — while a real mcp-debugger server is SIGKILLed on the host: its `/metrics`
-//! names the orphaned workers the host holds. Needs root (its own dockerd). Only the test's own
-//! processes are signalled.
+//! counts the orphaned workers and its `/api/findings` names this test's own. Needs root (its
+//! own dockerd). Only the test's own processes are signalled.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::path::PathBuf;
@@ -140,6 +140,26 @@ async fn the_image_on_the_hosts_pids_names_a_leak_held_on_the_host() {
         found.is_some(),
         "the image's /metrics never named the orphaned worker:\n{last}\nits log: {}",
         String::from_utf8_lossy(&logs.stderr)
+    );
+    // The series counts any orphan of the host: the finding must name this test's own.
+    let ours: Vec<u32> = chain.iter().map(|o| o.pid).collect();
+    let api = format!("http://127.0.0.1:{port}/api/findings");
+    let named = debugtop_e2e::wait_for(Duration::from_secs(30), || {
+        let body: serde_json::Value = serde_json::from_str(&get(&api)?).ok()?;
+        body["findings"].as_array()?.iter().find_map(|f| {
+            let pids = f["pids"].as_array()?;
+            (f["kind"] == "orphaned-worker"
+                && pids.iter().any(|p| {
+                    p.as_u64()
+                        .is_some_and(|p| ours.iter().any(|o| u64::from(*o) == p))
+                }))
+            .then(|| f.clone())
+        })
+    });
+    assert!(
+        named.is_some(),
+        "no orphaned-worker finding of the image names this test's workers {ours:?}: {}",
+        get(&api).unwrap_or_default()
     );
     drop(chain);
     drop(client);
