@@ -349,3 +349,65 @@ fn run(shared: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// A `sleep` of this test's own, its identity, killed and waited for as a zombie (its
+    /// pidfd is then ready).
+    fn a_zombie() -> (std::process::Child, Identity) {
+        let child = std::process::Command::new("sleep")
+            .arg("300")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id();
+        let ticks = super::super::glance::read_stat(pid).unwrap().starttime;
+        (child, (pid, ticks))
+    }
+
+    fn zombie_now(child: &mut std::process::Child) {
+        child.kill().expect("kill the test's own sleep");
+        let pid = child.id();
+        for _ in 0..500 {
+            if super::super::glance::read_stat(pid).is_some_and(|s| s.state == 'Z') {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("{pid} never became a zombie");
+    }
+
+    /// Regression: the watcher's thread unwatches an exited pidfd (a poll then no longer sees
+    /// it) before it logs the exit; a scan polling in between found nothing and showed the
+    /// zombie sleeping. Here the test is that thread, stopped between the two steps: the scan's
+    /// poll waits for the record and returns the exit. Without the wait it returns nothing.
+    #[test]
+    fn regression_an_exit_being_recorded_by_the_thread_is_not_missed_by_a_scan() {
+        let w = ExitWatcher::without_thread().unwrap();
+        let (mut child, id) = a_zombie();
+        w.watch([id]);
+        zombie_now(&mut child);
+        let polled = std::thread::scope(|scope| {
+            // The thread's record, first half: the pidfd unwatched, the state held.
+            let mut st = w.shared.state.lock().unwrap();
+            unwatch(&w.shared.epoll, &mut st, id);
+            let (asked_tx, asked) = std::sync::mpsc::channel();
+            let watcher = &w;
+            let scan = scope.spawn(move || {
+                let _ = asked_tx.send(());
+                watcher.exited_by_now()
+            });
+            asked.recv().unwrap();
+            // Long enough for the scan's poll to run and find the pidfd unwatched.
+            std::thread::sleep(Duration::from_millis(100));
+            // Second half: logged, then the state let go.
+            w.shared.log.record([id], Utc::now());
+            drop(st);
+            scan.join().unwrap()
+        });
+        assert_eq!(polled, vec![id.0]);
+        let _ = child.wait();
+    }
+}
