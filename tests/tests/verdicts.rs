@@ -592,7 +592,13 @@ async fn abandoned_chains(
                     .iter()
                     .filter(|p| p.session_id.as_deref() == Some(s) && p.sample.state.is_alive())
                     .collect();
-                if !roles.iter().all(|r| ps.iter().any(|p| p.role == *r)) {
+                // Each role as many times as `roles` names it.
+                let count = |r: &Role, among: &mut dyn Iterator<Item = Role>| {
+                    among.filter(|x| x == r).count()
+                };
+                if !roles.iter().all(|r| {
+                    count(r, &mut ps.iter().map(|p| p.role)) >= count(r, &mut roles.iter().copied())
+                }) {
                     return None;
                 }
                 let w = ps.iter().find(|p| p.role == Role::Worker)?;
@@ -822,50 +828,32 @@ async fn two_frozen_js_sessions_every_survivor_is_found_as_what_it_is() {
     );
 }
 
-/// The same for python: debugpy's adapter, launcher and debuggee, frozen worker force-killed:
-/// whatever part of the chain survives (the debuggee runs, not stopped on entry) is in a finding
-/// of its kind and removed by its plan; when the whole chain exits, nothing names it.
+/// The same for python: debugpy's adapter, launcher and debuggee, frozen worker force-killed.
+/// debugpy often ends the whole chain once its worker is gone (about half the runs), so the
+/// debuggee here starts a helper in a session of its own, which debugpy's kill of the
+/// debuggee's group does not reach: something certainly survives, and whatever does is in a
+/// finding of its kind and removed by its plan.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frozen_python_session_every_survivor_is_found_and_killed() {
     let _one = ORPHANS_HELD.read().await;
     let sentinel = Sentinel::new();
     let server = Server::start(5000);
     let mut e = engine();
-    let roles = [Role::Worker, Role::Adapter, Role::Debuggee];
+    let roles = [Role::Worker, Role::Adapter, Role::Debuggee, Role::Debuggee];
     let chains = abandoned_chains(
         &server,
         &mut e,
-        ("python", &fixture("py-app/loop.py"), false),
+        ("python", &fixture("py-app/daemon.py"), false),
         &roles,
         1,
     )
     .await;
     freeze_until_force_killed(&mut e, &chains).await;
     let findings = every_survivor_found_and_killed(&mut e, &chains, &sentinel, &server).await;
-    if findings.is_empty() {
-        // Seen in about half the runs: debugpy's adapter, launcher and debuggee all exit once
-        // the worker is gone. Then nothing of the chain may be named by any finding.
-        let pids: Vec<u32> = chains[0]
-            .procs
-            .iter()
-            .map(|(p, _, _)| *p)
-            .chain([chains[0].worker.0])
-            .collect();
-        let u = e.tick().await.unwrap();
-        let named: Vec<_> = u
-            .snapshot
-            .findings
-            .iter()
-            .filter(|f| f.pids.iter().any(|p| pids.contains(p)))
-            .map(|f| f.id.to_string())
-            .collect();
-        assert!(
-            named.is_empty(),
-            "a chain that exited whole is still named: {named:?}"
-        );
-        eprintln!("the whole python chain exited with its worker: nothing to find, nothing found");
-        return;
-    }
+    assert!(
+        !findings.is_empty(),
+        "the helper survives: it must be found"
+    );
     assert!(
         findings.iter().all(|f| matches!(
             f.kind,
