@@ -336,7 +336,7 @@ fn regression_the_portable_collector_kept_a_childs_argv_from_before_its_exec() {
 }
 
 #[test]
-fn incremental_scans_skip_old_unrelated_processes_but_a_late_exec_is_still_caught() {
+fn an_old_unrelated_process_that_execs_into_a_worker_is_caught_by_the_incremental_scans() {
     use debugtop_core::collect::linux::FULL_EVERY;
     // An unrelated process that, once old, execs into a worker (a shell running `exec node …`).
     let session = uuid::Uuid::new_v4().to_string();

@@ -541,6 +541,11 @@ test('the empty state offers a remote target beside connect, demo and open', asy
   });
   await push(page, empty, 1);
   await page.waitForSelector('[data-testid=empty]');
+  // Beside the remote target: connect, open and the demo, each a button of the empty state.
+  const buttons = await page.locator('[data-testid=empty] button').allTextContents();
+  for (const b of ['Connect', 'Add a remote target', 'Open a snapshot…', 'Start a demo']) {
+    assert.ok(buttons.includes(b), `${b} not offered: ${buttons.join(' | ')}`);
+  }
   await page.fill('[data-testid=empty-target]', 'ssh:dev@box');
   await page.click('[data-testid=empty-add-target]');
   await page.waitForFunction(() => window.__ipc.calls.some((c) => c.cmd === 'add_target' && c.args.text === 'ssh:dev@box'));

@@ -26,6 +26,10 @@ fn spinning_needs_two_hot_samples_and_never_a_debuggee() {
             )
             .build()
     };
+    assert!(
+        run([obs(0, 55.0)]).is_empty(),
+        "one hot sample is not spinning"
+    );
     let f = run([obs(0, 55.0), obs(3, 55.0), obs(6, 55.0)]);
     assert_eq!(kinds(&f), [FindingKind::Spinning]);
     assert_eq!(f[0].pids, [200], "the busy debuggee is the user's program");
