@@ -60,9 +60,10 @@ fn test_only(attrs: &[syn::Attribute]) -> bool {
 }
 
 /// The top-level modules a file's production code names through `crate::` (and, in a
-/// top-level module's own file, through `super::`, which is the crate there).
+/// top-level module's own file, through `super::`, which is the crate there); and the string
+/// literals of that code that name `/proc` (macro arguments included).
 #[derive(Default)]
-struct Named(BTreeSet<String>, bool);
+struct Named(BTreeSet<String>, bool, Vec<String>);
 
 impl Named {
     fn in_tokens(&mut self, tokens: &str) {
@@ -153,8 +154,21 @@ impl<'ast> Visit<'ast> for Named {
         visit::visit_path(self, p);
     }
 
+    fn visit_lit_str(&mut self, l: &'ast syn::LitStr) {
+        let v = l.value();
+        if v == "/proc" || v.starts_with("/proc/") {
+            self.2.push(l.value());
+        }
+    }
+
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         let tokens = m.tokens.to_token_stream().to_string();
+        self.2.extend(
+            tokens
+                .match_indices("\"/proc")
+                .filter(|(i, m)| matches!(tokens[i + m.len()..].chars().next(), Some('/' | '"')))
+                .map(|(i, _)| tokens[i..].chars().take(40).collect::<String>()),
+        );
         self.in_tokens(&tokens);
         if self.1 {
             self.in_tokens(&tokens.replace("super ::", "crate ::"));
@@ -167,10 +181,19 @@ impl<'ast> Visit<'ast> for Named {
 /// `top_level`: the file is a top-level module's own (`src/x.rs`, `src/x/mod.rs`), where
 /// `super::` is the crate.
 fn named(text: &str, top_level: bool) -> BTreeSet<String> {
+    read(text, top_level).0
+}
+
+fn read(text: &str, top_level: bool) -> Named {
     let file = syn::parse_file(text).unwrap_or_else(|e| panic!("does not parse: {e}"));
-    let mut n = Named(BTreeSet::new(), top_level);
+    let mut n = Named(BTreeSet::new(), top_level, Vec::new());
     n.visit_file(&file);
-    n.0
+    n
+}
+
+/// The `/proc` paths `text`'s production code names.
+fn proc_paths(text: &str) -> Vec<String> {
+    read(text, false).2
 }
 
 /// The files only tests compile: those a `#[cfg(test)] mod x;` declares, and everything under
@@ -294,6 +317,41 @@ fn lower_layers_never_import_higher_ones() {
     assert!(
         wrong.is_empty(),
         "imports against the layering:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_proc_path_is_found_in_production_code_only() {
+    let text = r#"
+        fn reads() -> String { std::fs::read_to_string("/proc/self/status").unwrap() }
+        fn formats(pid: u32) -> String { format!("/proc/{pid}/ns/net") }
+        fn elsewhere() -> &'static str { "/process" }
+        #[cfg(test)]
+        fn in_a_test() { let _ = "/proc/1/stat"; }
+    "#;
+    let found = proc_paths(text);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[1].starts_with("\"/proc/{pid}/ns/net\""), "{found:?}");
+}
+
+/// The OS is read in `debugtop-collect`: the engine names no `/proc` path of its own.
+#[test]
+fn the_engine_reads_no_proc_path_itself() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    let test_only = test_only_files(&src);
+    let mut wrong = Vec::new();
+    for f in all.iter().filter(|f| !test_only.contains(*f)) {
+        let text = std::fs::read_to_string(f).unwrap();
+        for p in proc_paths(&text) {
+            wrong.push(format!("{}: {p}", f.strip_prefix(&src).unwrap().display()));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "/proc read outside debugtop-collect:\n{}",
         wrong.join("\n")
     );
 }

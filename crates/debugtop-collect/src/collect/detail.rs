@@ -1,73 +1,40 @@
-//! What a look at one process in full adds to the table: its working directory and the TCP
-//! ports it listens on, read when asked (an agent's or a user's question about one process),
-//! never at every tick.
+//! What a look at one process in full adds to the table: its working directory, its program
+//! and the TCP ports it listens on, read when asked (an agent's or a user's question about one
+//! process, a server's relative log path, an export's node version), never for every process
+//! at every tick.
 
 /// One process's working directory (`None` where it cannot be read) and its listening TCP
 /// ports, sorted.
 pub fn cwd_and_ports(pid: u32) -> (Option<String>, Vec<u16>) {
-    (cwd(pid), ports(pid))
+    (
+        cwd(pid).map(|p| p.to_string_lossy().into_owned()),
+        super::listening::ports(pid),
+    )
 }
 
+/// One process's working directory, as the kernel gives it: a real path, no link, no `..`.
 #[cfg(target_os = "linux")]
-fn cwd(pid: u32) -> Option<String> {
-    std::fs::read_link(format!("/proc/{pid}/cwd"))
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned())
+pub fn cwd(pid: u32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
 }
 
-#[cfg(target_os = "linux")]
-fn ports(pid: u32) -> Vec<u16> {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return Vec::new();
-    };
-    let inodes: std::collections::HashSet<u64> = fds
-        .flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| {
-            l.to_str()?
-                .strip_prefix("socket:[")?
-                .strip_suffix(']')?
-                .parse()
-                .ok()
-        })
-        .collect();
-    let mut out: Vec<u16> = super::inet_diag::listeners()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|(_, inode)| inodes.contains(inode))
-        .map(|(port, _)| port)
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-#[cfg(windows)]
-fn cwd(_pid: u32) -> Option<String> {
-    // Another process's working directory is in its PEB; not read here.
+/// Another process's working directory is in its PEB on Windows, and not read; elsewhere
+/// unknown.
+#[cfg(not(target_os = "linux"))]
+pub fn cwd(_pid: u32) -> Option<std::path::PathBuf> {
     None
 }
 
-#[cfg(windows)]
-fn ports(pid: u32) -> Vec<u16> {
-    let mut out: Vec<u16> = super::windows::listening_ports()
-        .into_iter()
-        .filter(|(_, owner)| *owner == pid)
-        .map(|(port, _)| port)
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
+/// The program `pid` runs (`/proc/<pid>/exe`), where it can be read.
+#[cfg(target_os = "linux")]
+pub fn exe(pid: u32) -> Option<std::path::PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
 }
 
-#[cfg(not(any(target_os = "linux", windows)))]
-fn cwd(_pid: u32) -> Option<String> {
+/// Not read elsewhere.
+#[cfg(not(target_os = "linux"))]
+pub fn exe(_pid: u32) -> Option<std::path::PathBuf> {
     None
-}
-
-#[cfg(not(any(target_os = "linux", windows)))]
-fn ports(_pid: u32) -> Vec<u16> {
-    Vec::new()
 }
 
 #[cfg(test)]

@@ -77,6 +77,7 @@ pub mod detail;
 mod glance;
 mod harvest;
 mod identity;
+pub mod listening;
 #[cfg(target_os = "linux")]
 mod pid_counters;
 mod sample;

@@ -372,7 +372,7 @@ fn node_version(p: &Proc) -> Option<String> {
     if p.uid != crate::os::my_uid() && !crate::os::privileged() {
         return None;
     }
-    let exe = std::fs::read_link(format!("/proc/{}/exe", p.pid)).ok()?;
+    let exe = crate::collect::detail::exe(p.pid)?;
     let header = exe.parent()?.parent()?.join("include/node/node_version.h");
     let text = small_file(&header, p.uid)?;
     let num = |name: &str| -> Option<u32> {

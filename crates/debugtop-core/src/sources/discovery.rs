@@ -1,7 +1,7 @@
 //! Discovery: for each server found in the process table, where to ask and what to read — the
-//! ports it really listens on (from `/proc/net/tcp{,6}` matched against its socket fds on
-//! Linux, the TCP table's owning pids on Windows; not argv alone) and every log file that
-//! belongs to it (docs/server-behaviour.md, "The server's log").
+//! ports it really listens on (its own listening sockets, as `collect::listening` reads them;
+//! not argv alone), remembered while those sockets stay open, and every log file that belongs
+//! to it (docs/server-behaviour.md, "The server's log").
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -59,34 +59,11 @@ fn take_said_port(e: &mut Endpoints, server: &ServerInfo, said: Option<u16>) {
     }
 }
 
-/// The network namespace a process lives in (`/proc/<pid>/ns/net`'s inode), when it can be
-/// read (another user's needs root).
-#[cfg(target_os = "linux")]
-fn network_namespace(pid: &str) -> Option<String> {
-    let link = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok()?;
-    Some(link.to_string_lossy().into_owned())
-}
-
-/// `pid`'s network namespace and debugtop's, when both can be read.
-#[cfg(target_os = "linux")]
-fn network_namespaces(pid: u32) -> Option<(String, String)> {
-    Some((
-        network_namespace(&pid.to_string())?,
-        network_namespace("self")?,
-    ))
-}
-
-/// Whether `pid` is known to live in debugtop's own network namespace.
-#[cfg(target_os = "linux")]
-fn same_network_namespace(pid: u32) -> bool {
-    network_namespaces(pid).is_some_and(|(theirs, ours)| theirs == ours)
-}
-
 /// Why `/health` of the server `pid` cannot be asked from here: it listens in another network
 /// namespace than debugtop's (a container's, a pod's; debugtop in a pod, the host's).
 #[cfg(target_os = "linux")]
 pub fn elsewhere(pid: u32) -> Option<String> {
-    let (theirs, ours) = network_namespaces(pid)?;
+    let (theirs, ours) = crate::collect::listening::network_namespaces(pid)?;
     (theirs != ours).then(|| {
         format!(
             "it listens in another network namespace ({theirs}) than debugtop ({ours}): its \
@@ -238,9 +215,9 @@ fn absolute_for(pid: u32, f: &str) -> PathBuf {
     if p.is_absolute() {
         return p.to_path_buf();
     }
-    match std::fs::read_link(format!("/proc/{pid}/cwd")) {
-        Ok(cwd) => relative_to(&cwd, p),
-        Err(_) => p.to_path_buf(),
+    match crate::collect::detail::cwd(pid) {
+        Some(cwd) => relative_to(&cwd, p),
+        None => p.to_path_buf(),
     }
 }
 
@@ -273,82 +250,11 @@ pub fn plain(p: &Path) -> bool {
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
-/// The socket inodes among `pid`'s descriptors (`/proc/<pid>/fd/*` → `socket:[N]`).
-#[cfg(target_os = "linux")]
-fn socket_inodes(pid: u32) -> HashSet<u64> {
-    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return HashSet::new();
-    };
-    rd.flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| {
-            let l = l.to_string_lossy().into_owned();
-            l.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
-        })
-        .collect()
-}
-
-/// Non-Linux: not available from here.
-#[cfg(not(target_os = "linux"))]
-#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
-fn socket_inodes(_pid: u32) -> HashSet<u64> {
-    HashSet::new()
-}
-
-/// The (port, inode) of each LISTEN socket among `inodes`: asked of the kernel's `sock_diag`
-/// when `pid` shares debugtop's network namespace (the listening sockets only), else from the
-/// TCP tables of `pid`'s own namespace (reading one walks the kernel's whole
-/// established-socket hash: 4.4 ms a table here).
-#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
-fn listeners(pid: u32, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
-    if inodes.is_empty() {
-        return Vec::new();
-    }
-    #[cfg(target_os = "linux")]
-    if let Some(all) = same_network_namespace(pid)
-        .then(crate::collect::inet_diag::listeners)
-        .flatten()
-    {
-        return all
-            .into_iter()
-            .filter(|(_, i)| inodes.contains(i))
-            .collect();
-    }
-    ["tcp", "tcp6"]
-        .iter()
-        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
-        .flat_map(|text| listening_rows(&text, inodes))
-        .collect()
-}
-
 fn ports_of(rows: &[(u16, u64)]) -> Vec<u16> {
     let mut ports: Vec<u16> = rows.iter().map(|(p, _)| *p).collect();
     ports.sort_unstable();
     ports.dedup();
     ports
-}
-
-/// The (port, inode) of the LISTEN (`0A`) rows of a `/proc/net/tcp` table whose inode is in
-/// `inodes`.
-#[cfg_attr(windows, allow(dead_code))] // Windows reads owners from the TCP table instead
-fn listening_rows(table: &str, inodes: &HashSet<u64>) -> Vec<(u16, u64)> {
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|row| {
-            let f: Vec<&str> = row.split_whitespace().collect();
-            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-            let (local, st, inode) = (f.get(1)?, f.get(3)?, f.get(9)?);
-            let inode: u64 = inode.parse().ok()?;
-            if *st != "0A" || !inodes.contains(&inode) {
-                return None;
-            }
-            Some((
-                u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?,
-                inode,
-            ))
-        })
-        .collect()
 }
 
 /// How many ticks a remembered listener stands before the tables are read again anyway (a
@@ -413,12 +319,7 @@ impl PortMemo {
         #[cfg(windows)]
         {
             // Windows says which pid owns each listening socket (GetExtendedTcpTable).
-            let rows: Vec<(u16, u64)> = crate::collect::windows::listening_ports()
-                .into_iter()
-                .filter(|(_, pid)| *pid == server.pid)
-                .map(|(port, _)| (port, 0))
-                .collect();
-            endpoints_on(server, ports_of(&rows), own)
+            endpoints_on(server, crate::collect::listening::ports(server.pid), own)
         }
         #[cfg(not(windows))]
         self.endpoints_from_sockets(server, own)
@@ -427,6 +328,7 @@ impl PortMemo {
     /// Where `server` listens, from its socket descriptors and the TCP tables.
     #[cfg(not(windows))]
     fn endpoints_from_sockets(&mut self, server: &ServerInfo, own: bool) -> Endpoints {
+        use crate::collect::listening::{listeners, socket_inodes};
         let inodes = socket_inodes(server.pid);
         endpoints_on(
             server,
@@ -470,17 +372,6 @@ impl PortMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_rows_are_matched_by_inode() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-   0: 00000000:0F9F 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n\
-   1: 0100007F:0BB9 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 999 1 0000000000000000 100 0 0 10 0\n\
-   2: 0100007F:A2B4 0100007F:0F9F 01 00000000:00000000 00:00000000 00000000     0        0 4242 1 0000000000000000 100 0 0 10 0\n\
-   garbage row\n";
-        let inodes: HashSet<u64> = [4242].into();
-        assert_eq!(listening_rows(table, &inodes), [(3999, 4242)]);
-    }
 
     #[test]
     fn the_port_health_said_is_taken_only_where_a_socket_of_its_own_listens() {
