@@ -18,7 +18,8 @@ pub async fn audit(args: &AuditArgs, targets: &[Target], json: bool) -> anyhow::
     let text = if json {
         printable::json(&fleet, true)? + "\n"
     } else {
-        debugtop_core::model::printable::for_terminal(&fleet.to_text()).into_owned()
+        debugtop_core::model::printable::for_terminal(&debugtop_core::report::text::fleet(&fleet))
+            .into_owned()
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::from(fleet.exit_code()))

@@ -145,7 +145,7 @@ async fn audit_command(
     let text = if json {
         printable::json(&run.result, true)? + "\n"
     } else {
-        for_terminal(&run.result.to_text()).into_owned()
+        for_terminal(&debugtop_core::report::text::audit(&run.result)).into_owned()
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::from(run.result.exit_code()))
