@@ -95,11 +95,11 @@ impl Drop for Measured {
 fn serve_against_watch(a: &Args) -> anyhow::Result<()> {
     let cli = std::env::current_exe()?.with_file_name("debugtop-cli");
     if !cli.exists() {
-        println!(
-            "serve against watch: not measured ({} is missing: `make bench` builds it)",
+        anyhow::bail!(
+            "serve against watch cannot be measured: {} is missing (`make bench` builds it, \
+             or `cargo build -p debugtop-cli` beside this build)",
             cli.display()
         );
-        return Ok(());
     }
     let crowd = Crowd::spawn(if a.smoke { 20 } else { 2000 })?;
     let total = super::floor_pass();

@@ -26,6 +26,7 @@ fn the_benchmark_runs_every_phase_at_smoke_size() {
         "== N = 50 spawned",
         "incident tick, 50 orphans",
         "== exporter:",
+        "serve scraped every second",
     ] {
         assert!(said.contains(phase), "no {phase:?} in:\n{said}");
     }
