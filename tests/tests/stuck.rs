@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use debugtop_core::model::{
-    DebugSession, Finding, FindingKind, ProcState, Role, SessionState, Severity, Stage,
-    StartRequest, Update, What,
+    DebugSession, FactKind, Finding, FindingKind, ProcState, Role, SessionState, Severity, Stage,
+    StartRequest, Update,
 };
 use debugtop_core::sampler::{Config, Engine};
 use debugtop_e2e::mcp::{Client, Server};
@@ -234,7 +234,7 @@ async fn an_adapter_that_never_answers_initialize_is_a_stuck_session_before_the_
             said = d
                 .facts
                 .iter()
-                .find(|x| matches!(x.what, What::StartFailed { .. }))
+                .find(|x| matches!(x.what, FactKind::StartFailed { .. }))
                 .map(|x| x.text.clone())
                 .or(said);
         }

@@ -11,13 +11,13 @@ use chrono::{DateTime, Utc};
 
 use crate::error::Result;
 use crate::model::{
-    DebugSession, Endpoints, EnvMarkers, Environment, Fact, FactSource, FdKind, Finding, FindingId,
-    FindingKind, Health, HealthCheck, HostKind, HostRef, HttpSession, KillPlan, KillTarget,
-    Language, LogEvent, LogEventKind, LogExcerpt, LogOrigin, LogsRead, McpEvidence, NodeKind,
-    NodeStatus, Observation, PidNs, Proc, ProcFacts, ProcSample, ProcState, ProcessTable, Role,
-    ScanStats, SelfInfo, ServerInfo, ServerMode, ServerObservation, ServerVersion, SessionProgress,
-    SessionState, Severity, SignOfLife, Snapshot, SourceKind, SourceState, SourceStatus, StageMark,
-    Stdio, TimelineEvent, TimelineKind, TraceState, TreeNode, Via, What, SCHEMA,
+    DebugSession, Endpoints, EnvMarkers, Environment, Fact, FactKind, FactSource, FdKind, Finding,
+    FindingId, FindingKind, Health, HealthCheck, HostKind, HostRef, HttpSession, KillPlan,
+    KillTarget, Language, LogEvent, LogEventKind, LogExcerpt, LogOrigin, LogsRead, McpEvidence,
+    NodeKind, NodeStatus, Observation, PidNs, Proc, ProcFacts, ProcSample, ProcState, ProcessTable,
+    Role, ScanStats, SelfInfo, ServerInfo, ServerMode, ServerObservation, ServerVersion,
+    SessionProgress, SessionState, Severity, SignOfLife, Snapshot, SourceKind, SourceState,
+    SourceStatus, StageMark, Stdio, TimelineEvent, TimelineKind, TraceState, TreeNode, Via, SCHEMA,
 };
 use crate::sources::Observe;
 
@@ -634,7 +634,7 @@ fn sample_procs() -> SampleProcs {
 /// The leaked session's end, as the server's log said it.
 fn sample_ended() -> Fact {
     Fact::new(
-        What::MarkedStopped,
+        FactKind::MarkedStopped,
         FactSource::Log {
             file: SAMPLE_LOG.into(),
             line: 212,

@@ -1,4 +1,4 @@
-//! Typed facts: one thing known, where it came from, and when. Rules match on the [`What`];
+//! Typed facts: one thing known, where it came from, and when. Rules match on the [`FactKind`];
 //! the tree, the timeline and the reports show its one `Display`, so a fact is worded once and
 //! rewording it cannot make evidence disappear.
 
@@ -70,13 +70,13 @@ impl fmt::Display for ExitHow {
     }
 }
 
-/// What is known.
+/// What a fact says: one kind of thing known, with its data.
 #[derive(
     Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS, schemars::JsonSchema,
 )]
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[ts(export)]
-pub enum What {
+pub enum FactKind {
     /// A fact known only by its words: read from a snapshot written before facts were typed.
     #[default]
     Noted,
@@ -236,7 +236,7 @@ pub enum What {
     },
 }
 
-impl fmt::Display for What {
+impl fmt::Display for FactKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Noted => f.write_str("(noted)"),
@@ -282,7 +282,7 @@ impl fmt::Display for What {
     }
 }
 
-impl What {
+impl FactKind {
     /// The wording of an HTTP session's life, from the log and `/health`.
     fn fmt_http(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -366,7 +366,7 @@ impl What {
 pub struct Fact {
     /// What is known (`noted` for facts of older snapshots, known by their text only).
     #[serde(default)]
-    pub what: What,
+    pub what: FactKind,
     /// It in words (`what`'s `Display`).
     pub text: String,
     /// Where from.
@@ -377,7 +377,7 @@ pub struct Fact {
 
 impl Fact {
     /// A fact with its wording.
-    pub fn new(what: What, source: FactSource, at: Option<DateTime<Utc>>) -> Self {
+    pub fn new(what: FactKind, source: FactSource, at: Option<DateTime<Utc>>) -> Self {
         Self {
             text: what.to_string(),
             what,
@@ -387,7 +387,7 @@ impl Fact {
     }
 
     /// A fact read off the process table now.
-    pub fn table(what: What) -> Self {
+    pub fn table(what: FactKind) -> Self {
         Self::new(what, FactSource::ProcessTable, None)
     }
 }
@@ -428,65 +428,70 @@ pub fn from_log(ev: &LogEvent) -> Option<(Subject, Fact)> {
 }
 
 /// HTTP session lines and the server's own.
-fn http_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+fn http_fact(kind: &LogEventKind) -> Option<(Subject, FactKind)> {
     use LogEventKind as K;
     let http = |id: &String| Subject::Http(id.clone());
     Some(match kind {
-        K::HttpSessionInitialized { http_session } => (http(http_session), What::HttpInitialized),
-        K::HttpSessionClosed { http_session } => (http(http_session), What::HttpClosed),
+        K::HttpSessionInitialized { http_session } => {
+            (http(http_session), FactKind::HttpInitialized)
+        }
+        K::HttpSessionClosed { http_session } => (http(http_session), FactKind::HttpClosed),
         K::HttpSessionReaped {
             http_session,
             idle_secs,
             ..
         } => (
             http(http_session),
-            What::HttpReaped {
+            FactKind::HttpReaped {
                 idle_secs: *idle_secs,
             },
         ),
         K::HttpSessionStreamLost {
             http_session, secs, ..
-        } => (http(http_session), What::HttpStreamLost { secs: *secs }),
+        } => (http(http_session), FactKind::HttpStreamLost { secs: *secs }),
         K::StartupReaped { count, what } => (
             Subject::Server,
-            What::StartupReaped {
+            FactKind::StartupReaped {
                 count: *count,
                 what: what.clone(),
             },
         ),
-        K::ClosingAll { active } => (Subject::Server, What::ClosingAll { active: *active }),
-        K::JanitorSwept { runs } => (Subject::Server, What::JanitorSwept { runs: *runs }),
-        K::JanitorFailed { said } => (Subject::Server, What::JanitorFailed { said: said.clone() }),
+        K::ClosingAll { active } => (Subject::Server, FactKind::ClosingAll { active: *active }),
+        K::JanitorSwept { runs } => (Subject::Server, FactKind::JanitorSwept { runs: *runs }),
+        K::JanitorFailed { said } => (
+            Subject::Server,
+            FactKind::JanitorFailed { said: said.clone() },
+        ),
         _ => return None,
     })
 }
 
 /// The SessionManager's lines about one debug session.
-fn session_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+fn session_fact(kind: &LogEventKind) -> Option<(Subject, FactKind)> {
     use LogEventKind as K;
     let debug = |sid: &String| Subject::Debug(sid.clone());
     Some(match kind {
-        K::DebugSessionCreated { session_id, .. } => (debug(session_id), What::SessionCreated),
+        K::DebugSessionCreated { session_id, .. } => (debug(session_id), FactKind::SessionCreated),
         K::StateChanged {
             session_id,
             from,
             to,
         } => (
             debug(session_id),
-            What::StateChanged {
+            FactKind::StateChanged {
                 from: SessionState::from_log(from),
                 to: SessionState::from_log(to),
             },
         ),
-        K::SessionStopped { session_id } => (debug(session_id), What::MarkedStopped),
+        K::SessionStopped { session_id } => (debug(session_id), FactKind::MarkedStopped),
         K::StartFailed { session_id, reason } => (
             debug(session_id),
-            What::StartFailed {
+            FactKind::StartFailed {
                 reason: reason.clone(),
             },
         ),
-        K::DebugSessionClosing { session_id, .. } => (debug(session_id), What::Closing),
-        K::DebugSessionClosed { session_id } => (debug(session_id), What::Closed),
+        K::DebugSessionClosing { session_id, .. } => (debug(session_id), FactKind::Closing),
+        K::DebugSessionClosed { session_id } => (debug(session_id), FactKind::Closed),
         _ => return None,
     })
 }
@@ -499,28 +504,28 @@ fn worth_a_fact(stage: &super::Stage) -> bool {
 
 /// Lines about a session's worker and adapter. Those whose session line order could not
 /// recover (and `Stopping proxy…`, which only ties others together) give no fact.
-fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+fn worker_fact(kind: &LogEventKind) -> Option<(Subject, FactKind)> {
     use LogEventKind as K;
     let debug = |sid: &String| Subject::Debug(sid.clone());
     Some(match kind {
         K::WorkerFinished {
             session_id: Some(sid),
             said,
-        } => (debug(sid), What::WorkerFinished { said: said.clone() }),
+        } => (debug(sid), FactKind::WorkerFinished { said: said.clone() }),
         K::ProxySpawned {
             pid,
             session_id: Some(sid),
-        } => (debug(sid), What::WorkerSpawned { pid: *pid }),
+        } => (debug(sid), FactKind::WorkerSpawned { pid: *pid }),
         K::AdapterSpawned {
             pid,
             session_id: Some(sid),
-        } => (debug(sid), What::AdapterSpawned { pid: *pid }),
+        } => (debug(sid), FactKind::AdapterSpawned { pid: *pid }),
         K::Stage {
             session_id: Some(sid),
             stage,
         } if worth_a_fact(stage) => (
             debug(sid),
-            What::Stage {
+            FactKind::Stage {
                 stage: stage.clone(),
             },
         ),
@@ -529,7 +534,7 @@ fn worker_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
 }
 
 /// Lines about a session's worker ending.
-fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
+fn exit_fact(kind: &LogEventKind) -> Option<(Subject, FactKind)> {
     use LogEventKind as K;
     let debug = |sid: &String| Subject::Debug(sid.clone());
     let how = |code: &Option<i32>, signal: &Option<String>| ExitHow {
@@ -539,14 +544,14 @@ fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
     Some(match kind {
         K::ProxyForceKilled {
             session_id: Some(sid),
-        } => (debug(sid), What::WorkerForceKilled),
+        } => (debug(sid), FactKind::WorkerForceKilled),
         K::ProxyExited {
             code,
             signal,
             session_id: Some(sid),
         } => (
             debug(sid),
-            What::WorkerExited {
+            FactKind::WorkerExited {
                 how: how(code, signal),
             },
         ),
@@ -558,7 +563,7 @@ fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             expected: Some(true),
         } => (
             debug(session_id),
-            What::WorkerExited {
+            FactKind::WorkerExited {
                 how: how(code, signal),
             },
         ),
@@ -569,7 +574,7 @@ fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             ..
         } => (
             debug(session_id),
-            What::WorkerDied {
+            FactKind::WorkerDied {
                 how: how(code, signal),
             },
         ),
@@ -580,7 +585,7 @@ fn exit_fact(kind: &LogEventKind) -> Option<(Subject, What)> {
             ..
         } => (
             session_id.as_ref().map_or(Subject::Server, debug),
-            What::ReaperKilledWorker {
+            FactKind::ReaperKilledWorker {
                 pid: *pid,
                 reaper: *reaper,
             },

@@ -63,7 +63,7 @@ pub use delta::{
     EnvironmentChange, Key, Keyed, SnapshotChanges, SnapshotHead, TimelineChanges, TreeRow,
     ViewMessage,
 };
-pub use facts::{from_log, ExitHow, Fact, FactSource, Subject, What};
+pub use facts::{from_log, ExitHow, Fact, FactKind, FactSource, Subject};
 pub use finding::{
     group_findings, Finding, FindingGroup, FindingId, FindingKind, FindingsReport, ReportedFinding,
     Severity, FINDINGS_SCHEMA,

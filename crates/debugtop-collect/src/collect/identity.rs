@@ -11,7 +11,7 @@ use debugtop_model::{EnvMarkers, FdKind, HostKind, McpEvidence, PidNs, Stdio};
 
 use super::classify::{self, Signature};
 use super::parse;
-use super::sample::Memory;
+use super::sample::Belonging;
 
 /// Reads in a row a watched process must be quiet before it is read only one scan in
 /// [`QUIET_EVERY`].
@@ -89,7 +89,7 @@ struct CacheEntry {
     ident: Arc<Ident>,
     cpu_ticks: u64,
     cpu_at: Instant,
-    memory: Memory,
+    memory: Belonging,
     seen_gen: u64,
     /// When this identity was first read (its youth, for skipping decisions).
     first_seen: Instant,
@@ -179,7 +179,7 @@ impl IdentityCache {
     }
 
     /// What relate remembered about this identity.
-    pub fn memory(&self, pid: u32, start_ticks: u64) -> Option<&Memory> {
+    pub fn memory(&self, pid: u32, start_ticks: u64) -> Option<&Belonging> {
         self.entries
             .get(&pid)
             .filter(|e| e.start_ticks == start_ticks)
@@ -243,7 +243,7 @@ impl IdentityCache {
                         ident,
                         cpu_ticks,
                         cpu_at: now,
-                        memory: Memory::default(),
+                        memory: Belonging::default(),
                         seen_gen: gen,
                         first_seen: now,
                         comm_hash: 0,
@@ -359,11 +359,11 @@ impl IdentityCache {
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn forget(&mut self, pid: u32) {
         if let Some(e) = self.entries.get_mut(&pid) {
-            e.memory = Memory::default();
+            e.memory = Belonging::default();
         }
     }
 
-    pub(crate) fn remember(&mut self, pid: u32, start_ticks: u64, memory: &Memory) {
+    pub(crate) fn remember(&mut self, pid: u32, start_ticks: u64, memory: &Belonging) {
         if let Some(e) = self
             .entries
             .get_mut(&pid)
@@ -410,9 +410,9 @@ mod tests {
         c.remember(
             42,
             1000,
-            &Memory {
+            &Belonging {
                 role: Some(debugtop_model::Role::Worker),
-                ..Memory::default()
+                ..Belonging::default()
             },
         );
         assert!(c.memory(42, 1000).is_some_and(|m| m.role.is_some()));

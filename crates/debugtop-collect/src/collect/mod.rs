@@ -91,7 +91,7 @@ pub(crate) use harvest::{finish, lifetime_percent, raw_owner, FdView, NoFds};
 pub(crate) use harvest::{translate, unlink_reused_parents};
 pub use identity::{Ident, IdentityCache, QUIET_AFTER, QUIET_EVERY, YOUNG};
 pub use relate::relate;
-pub use sample::{Memory, Sample};
+pub use sample::{Belonging, Sample};
 
 // The table a backend returns, named where the backends look for it.
 use debugtop_model::{ProcessTable, ScanStats};

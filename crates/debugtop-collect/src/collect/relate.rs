@@ -12,14 +12,14 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::classify::Signature;
 use super::parse::session_from_run_dir;
-use super::{IdentityCache, Memory, Sample};
+use super::{Belonging, IdentityCache, Sample};
 use debugtop_model::{wrapper_name as wrapper, HostKind, HostRef, McpEvidence, Role};
 
 /// What relate concluded for one sample.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolved {
     /// Role, server, session, language, host, and the parent while in the tree.
-    pub memory: Memory,
+    pub memory: Belonging,
     /// Set when the process has left the parent it had in the tree.
     pub remembered_ppid: Option<u32>,
     /// Why it counts as an MCP server, for a stdio server that is not mcp-debugger.
@@ -102,7 +102,7 @@ fn hosts(samples: &[Sample], by_pid: &HashMap<u32, usize>, cache: &IdentityCache
         };
         let prev = memo[j].clone().flatten();
         memo[j] = Some(Some(Resolved {
-            memory: Memory {
+            memory: Belonging {
                 role: Some(Role::Host),
                 ..prev.map(|p| p.memory).unwrap_or_default()
             },
@@ -146,10 +146,10 @@ fn standalone_servers(samples: &[Sample], memo: &mut Memo) {
             continue;
         }
         memo[i] = Some(Some(Resolved {
-            memory: Memory {
+            memory: Belonging {
                 role: Some(Role::Server),
                 server_pid: Some(s.pid),
-                ..Memory::default()
+                ..Belonging::default()
             },
             remembered_ppid: None,
             mcp: Some(evidence.clone()),
@@ -182,11 +182,11 @@ fn leak_roots(samples: &[Sample], memo: &mut Memo) {
                 None => Role::Other,
             };
             memo[k] = Some(Some(Resolved {
-                memory: Memory {
+                memory: Belonging {
                     role: Some(role),
                     server_pid: Some(server.unwrap_or(samples[i].pid)),
                     ppid: Some(samples[k].ppid),
-                    ..Memory::default()
+                    ..Belonging::default()
                 },
                 remembered_ppid: None,
                 mcp: None,
@@ -331,12 +331,12 @@ fn server_descendants(samples: &[Sample], by_pid: &HashMap<u32, usize>, memo: &m
         }
         let Some((host, server)) = root else { continue };
         memo[i] = Some(Some(Resolved {
-            memory: Memory {
+            memory: Belonging {
                 role: Some(Role::Other),
                 server_pid: server,
                 host,
                 ppid: Some(samples[i].ppid),
-                ..Memory::default()
+                ..Belonging::default()
             },
             remembered_ppid: None,
             mcp: None,
@@ -391,7 +391,12 @@ fn resolve(
 
 /// A process in a tree: what it says of itself first, then what its parent passes down, then
 /// what was remembered about it.
-fn combine(s: &Sample, own: Memory, p: Option<&Memory>, remembered: Option<&Memory>) -> Resolved {
+fn combine(
+    s: &Sample,
+    own: Belonging,
+    p: Option<&Belonging>,
+    remembered: Option<&Belonging>,
+) -> Resolved {
     let role = own
         .role
         .or_else(|| p.and_then(|p| p.role).map(child_role))
@@ -413,7 +418,7 @@ fn combine(s: &Sample, own: Memory, p: Option<&Memory>, remembered: Option<&Memo
     let in_tree_parent = p.is_some().then_some(s.ppid);
     let old_parent = remembered.and_then(|m| m.ppid);
     Resolved {
-        memory: Memory {
+        memory: Belonging {
             role: Some(role),
             server_pid,
             session_id,
@@ -442,7 +447,7 @@ fn child_role(parent: Role) -> Role {
 
 /// What the sample's own signature and markers say (pids already translated to this
 /// namespace's: `s.owner_pid`, `s.markers`).
-fn own_facts(s: &Sample) -> Memory {
+fn own_facts(s: &Sample) -> Belonging {
     let env_session = || {
         s.ident
             .markers
@@ -489,7 +494,7 @@ fn own_facts(s: &Sample) -> Memory {
         ),
         Signature::None => (None, None, env_session(), None),
     };
-    Memory {
+    Belonging {
         role,
         server_pid,
         session_id,
@@ -538,7 +543,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn role_of(out: &[(usize, Resolved)], samples: &[Sample], pid: u32) -> Option<Memory> {
+    fn role_of(out: &[(usize, Resolved)], samples: &[Sample], pid: u32) -> Option<Belonging> {
         out.iter()
             .find(|(i, _)| samples[*i].pid == pid)
             .map(|(_, r)| r.memory.clone())

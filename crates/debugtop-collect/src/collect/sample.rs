@@ -49,10 +49,11 @@ pub struct Sample {
     pub dead_end: Option<FdKind>,
 }
 
-/// What [`relate`] last concluded about an identity, kept so that an orphan reparented to PID 1
-/// (or a zombie whose argv is gone) stays under its real owner.
+/// Where an identity belongs, as [`relate`] last concluded — its role, server, session,
+/// language, parent and host — kept so that an orphan reparented to PID 1 (or a zombie whose
+/// argv is gone) stays under its real owner.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Memory {
+pub struct Belonging {
     /// Role last resolved.
     pub role: Option<Role>,
     /// Server last resolved.

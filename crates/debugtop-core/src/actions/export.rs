@@ -518,7 +518,7 @@ mod tests {
         let s = import(old).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(s.findings.len(), 1);
         let ended = s.debug_sessions[0].ended_by.as_ref().expect("ended_by");
-        assert_eq!(ended.what, crate::model::What::Noted);
+        assert_eq!(ended.what, crate::model::FactKind::Noted);
         assert!(ended.text.contains("marked as STOPPED/TERMINATED"));
         assert_eq!(
             s.debug_sessions[0].language,
@@ -555,7 +555,7 @@ mod tests {
             if d.id == sid {
                 d.facts.clear();
                 d.ended_by = Some(crate::model::Fact::new(
-                    crate::model::What::Noted,
+                    crate::model::FactKind::Noted,
                     FactSource::Log {
                         file: log.to_string_lossy().into_owned(),
                         line: 3,

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::model::{
-    from_log, Fact, FactSource, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin, Observation,
-    Proc, SessionLogs, SessionState, SignOfLife, Stage, StageMark, Subject, What,
+    from_log, Fact, FactKind, FactSource, HttpEnd, Language, LogEvent, LogEventKind, LogOrigin,
+    Observation, Proc, SessionLogs, SessionState, SignOfLife, Stage, StageMark, Subject,
 };
 
 /// How long an ended session's record is kept after its end (then forgotten).
@@ -331,7 +331,7 @@ impl ServerKnowledge {
         }
         for sid in held {
             let fact = Fact::new(
-                What::EndedWithHttp {
+                FactKind::EndedWithHttp {
                     http_session: http.to_owned(),
                     how,
                 },
@@ -354,9 +354,9 @@ impl ServerKnowledge {
     fn http_fact(&mut self, id: String, fact: Fact, at: DateTime<Utc>) {
         let r = self.http.entry(id).or_default();
         match fact.what {
-            What::HttpReaped { .. } => r.ended = Some((HttpEnd::Reaped, at)),
-            What::HttpStreamLost { .. } => r.ended = Some((HttpEnd::StreamLost, at)),
-            What::HttpClosed if r.ended.is_none() => r.ended = Some((HttpEnd::Closed, at)),
+            FactKind::HttpReaped { .. } => r.ended = Some((HttpEnd::Reaped, at)),
+            FactKind::HttpStreamLost { .. } => r.ended = Some((HttpEnd::StreamLost, at)),
+            FactKind::HttpClosed if r.ended.is_none() => r.ended = Some((HttpEnd::Closed, at)),
             _ => {}
         }
         push_bounded(&mut r.facts, fact);
@@ -365,55 +365,55 @@ impl ServerKnowledge {
     fn debug_fact(&mut self, id: String, fact: Fact, ev: &LogEvent, at: DateTime<Utc>) {
         let server_said = ev.origin == LogOrigin::Server;
         let r = self.debug.entry(id).or_default();
-        if matches!(fact.what, What::Stage { .. }) {
+        if matches!(fact.what, FactKind::Stage { .. }) {
             // Stages have their own list (and their own sign of life); the facts keep what
             // the tree shows.
             return;
         }
         r.last_event = sign_of(ev, || fact.text.clone()).or(r.last_event.take());
         match &fact.what {
-            What::SessionCreated if server_said => {
+            FactKind::SessionCreated if server_said => {
                 r.created = true;
                 if r.state.is_none() {
                     r.state = Some(SessionState::Created);
                     r.state_at = Some(at);
                 }
             }
-            What::SessionCreated => {}
+            FactKind::SessionCreated => {}
             // The session's state is the server's to say: a worker's log is written by the
             // worker's user, and a planted one must not make a session look stuck.
-            What::StateChanged { to, .. } if server_said => {
+            FactKind::StateChanged { to, .. } if server_said => {
                 if r.state != Some(*to) {
                     r.state_at = Some(at);
                 }
                 r.state = Some(*to);
             }
-            What::MarkedStopped | What::Closed | What::StartFailed { .. }
+            FactKind::MarkedStopped | FactKind::Closed | FactKind::StartFailed { .. }
                 if server_said && r.ended.is_none() =>
             {
                 r.ended = Some(at);
                 r.ended_by = Some(fact.clone());
             }
             // A failed session started again is live again.
-            What::WorkerSpawned { pid } => {
+            FactKind::WorkerSpawned { pid } => {
                 if r.ended_by
                     .as_ref()
-                    .is_some_and(|f| matches!(f.what, What::StartFailed { .. }))
+                    .is_some_and(|f| matches!(f.what, FactKind::StartFailed { .. }))
                 {
                     r.ended = None;
                     r.ended_by = None;
                 }
                 r.worker_pid = Some(*pid);
             }
-            What::AdapterSpawned { pid } => r.adapter_pid = Some(*pid),
-            What::WorkerFinished { .. } if r.worker_finished.is_none() => {
+            FactKind::AdapterSpawned { pid } => r.adapter_pid = Some(*pid),
+            FactKind::WorkerFinished { .. } if r.worker_finished.is_none() => {
                 r.worker_finished = Some((at, fact.clone()));
             }
             _ => {}
         }
         // A session's first fact ("created") is its birth; don't repeat it.
-        if !(matches!(fact.what, What::SessionCreated)
-            && r.facts.iter().any(|f| f.what == What::SessionCreated))
+        if !(matches!(fact.what, FactKind::SessionCreated)
+            && r.facts.iter().any(|f| f.what == FactKind::SessionCreated))
         {
             push_bounded(&mut r.facts, fact);
         }
@@ -508,7 +508,7 @@ mod tests {
                 line: 212
             }
         );
-        assert_eq!(by.what, What::MarkedStopped);
+        assert_eq!(by.what, FactKind::MarkedStopped);
         assert_eq!(by.source.to_string(), "server.log:212");
         assert_eq!(r.language, Some(Language::Python));
         assert!(r.created);

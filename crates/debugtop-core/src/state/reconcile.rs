@@ -233,8 +233,8 @@ fn group_by_server<'a>(
 mod tests {
     use super::*;
     use crate::model::{
-        Health, HealthError, HttpSessionDetail, LogEventKind as K, LogOrigin, NodeKind,
-        RemoteObservation, Role, SourceState, What,
+        FactKind, Health, HealthError, HttpSessionDetail, LogEventKind as K, LogOrigin, NodeKind,
+        RemoteObservation, Role, SourceState,
     };
     use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};
 
@@ -353,14 +353,20 @@ mod tests {
         assert!(w.tree[0]
             .facts
             .iter()
-            .any(|f| f.what == What::Listening { port: 3001 }));
+            .any(|f| f.what == FactKind::Listening { port: 3001 }));
         let http = &w.http_sessions[0];
-        assert!(http.in_health && http.facts.iter().any(|f| f.what == What::ListedByHealth));
+        assert!(
+            http.in_health
+                && http
+                    .facts
+                    .iter()
+                    .any(|f| f.what == FactKind::ListedByHealth)
+        );
         // 0.24.2 does not say which HTTP session holds it: under the server, saying why.
         assert!(w.tree[0].children[1]
             .facts
             .iter()
-            .any(|f| f.what == What::HttpHolderUnknown));
+            .any(|f| f.what == FactKind::HttpHolderUnknown));
     }
 
     #[test]
@@ -389,7 +395,7 @@ mod tests {
         assert!(!nested
             .facts
             .iter()
-            .any(|f| f.what == What::HttpHolderUnknown));
+            .any(|f| f.what == FactKind::HttpHolderUnknown));
     }
 
     /// Steps reconciliation with one memo over observations whose processes are given as
@@ -544,7 +550,7 @@ mod tests {
         assert!(w[2].tree[0].children[1]
             .facts
             .iter()
-            .any(|f| f.what == What::HttpHolderUnknown));
+            .any(|f| f.what == FactKind::HttpHolderUnknown));
         assert_eq!(
             w[3].debug_sessions[0].state,
             Some(crate::model::SessionState::Running),
@@ -582,7 +588,7 @@ mod tests {
         assert!(gone
             .facts
             .iter()
-            .any(|f| f.what == What::ServerGone { pid: 999 }));
+            .any(|f| f.what == FactKind::ServerGone { pid: 999 }));
         assert_eq!(gone.walk().iter().filter(|n| n.role.is_some()).count(), 2);
     }
 

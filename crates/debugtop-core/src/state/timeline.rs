@@ -428,7 +428,7 @@ fn log_event(l: &LogEvent, now: DateTime<Utc>) -> Option<TimelineEvent> {
     };
     let text = format!("{subject}: {}", fact.text);
     let kind = match fact.what {
-        crate::model::What::Stage { .. } => TimelineKind::Stage,
+        crate::model::FactKind::Stage { .. } => TimelineKind::Stage,
         _ => TimelineKind::Log,
     };
     let mut e = TimelineEvent::new(l.at.unwrap_or(now), kind, text);

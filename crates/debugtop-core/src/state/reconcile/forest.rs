@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::model::{proc_node_id, Fact, NodeKind, Proc, Role, TreeNode, What};
+use crate::model::{proc_node_id, Fact, FactKind, NodeKind, Proc, Role, TreeNode};
 use crate::redact::CommandLines;
 
 /// Processes as a forest by parent links within the set; a watchdog hangs under the debuggee it
@@ -49,13 +49,13 @@ fn proc_node(
     n.state = Some(p.sample.state);
     n.session_id = p.session_id.clone();
     if let Some(old) = p.remembered_ppid {
-        n.facts.push(Fact::table(What::Reparented {
+        n.facts.push(Fact::table(FactKind::Reparented {
             from: old,
             to: p.ppid,
         }));
     }
     if let Some(ns) = &p.ns {
-        n.facts.push(Fact::table(What::InContainer {
+        n.facts.push(Fact::table(FactKind::InContainer {
             container: ns
                 .container
                 .clone()
@@ -64,7 +64,7 @@ fn proc_node(
         }));
     }
     if let Some(t) = p.tracer_pid {
-        n.facts.push(Fact::table(What::TracedBy { pid: t }));
+        n.facts.push(Fact::table(FactKind::TracedBy { pid: t }));
     }
     if depth < 64 {
         let mut kids = children.get(&p.pid).cloned().unwrap_or_default();

@@ -11,8 +11,8 @@ use super::super::knowledge::ServerKnowledge;
 use super::super::statuses::{remote_health, server_sources};
 use super::super::world::World;
 use crate::model::{
-    Fact, FactSource, Health, HealthError, HttpSession, NodeKind, NodeStatus, Proc, Role,
-    ServerInfo, ServerObservation, TreeNode, What,
+    Fact, FactKind, FactSource, Health, HealthError, HttpSession, NodeKind, NodeStatus, Proc, Role,
+    ServerInfo, ServerObservation, TreeNode,
 };
 
 use super::sessions::session_nodes;
@@ -65,7 +65,7 @@ pub(super) fn live_server(
             // A copy only when the node is also last step's (kept as it was built).
             Arc::make_mut(d)
                 .facts
-                .push(Fact::table(What::HttpHolderUnknown));
+                .push(Fact::table(FactKind::HttpHolderUnknown));
         }
     }
     node.children.extend(sessions);
@@ -127,7 +127,7 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Pr
     let me = mine.iter().find(|p| p.pid == s.pid);
     node.state = me.map(|p| p.sample.state);
     if let Some(ns) = me.and_then(|p| p.ns.as_ref()) {
-        node.facts.push(Fact::table(What::InContainer {
+        node.facts.push(Fact::table(FactKind::InContainer {
             container: ns
                 .container
                 .clone()
@@ -136,7 +136,7 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Pr
         }));
     }
     node.facts.push(Fact::new(
-        What::ServerMode {
+        FactKind::ServerMode {
             pid: s.pid,
             mode: s.mode,
         },
@@ -146,19 +146,19 @@ fn server_node(s: &ServerInfo, seen: Option<&ServerObservation>, mine: &[&Arc<Pr
     if let Some((port, url)) = seen.and_then(said_port) {
         // The server's own word, agreed by a listening socket of its own.
         node.facts.push(Fact::new(
-            What::Listening { port },
+            FactKind::Listening { port },
             FactSource::Health { url },
             None,
         ));
     } else if let Some(e) = seen.map(|x| &x.endpoints) {
         node.facts.push(Fact::table(if e.port_confirmed {
-            What::Listening {
+            FactKind::Listening {
                 port: s.port.unwrap_or_default(),
             }
         } else if e.listening.is_empty() {
-            What::NotListening
+            FactKind::NotListening
         } else {
-            What::PortMismatch {
+            FactKind::PortMismatch {
                 argv: s.port,
                 listening: e.listening.clone(),
             }
@@ -266,7 +266,7 @@ fn http_session(
     let mut facts = rec.map(|r| r.facts.clone()).unwrap_or_default();
     if let (true, Some(url)) = (in_health, index.url) {
         facts.push(Fact::new(
-            What::ListedByHealth,
+            FactKind::ListedByHealth,
             FactSource::Health {
                 url: url.to_owned(),
             },
@@ -311,7 +311,7 @@ pub(super) fn gone_server(
         format!("server {pid} (gone)"),
     );
     node.pid = Some(pid);
-    node.facts.push(Fact::table(What::ServerGone { pid }));
+    node.facts.push(Fact::table(FactKind::ServerGone { pid }));
     let (sessions, debug) = session_nodes(pid, know, mine, (w.at, w.command_lines), memo);
     node.children = sessions;
     w.debug_sessions.extend(debug);
@@ -328,7 +328,7 @@ pub(super) fn remote_server(w: &mut World, url: &str, h: &Result<Health, HealthE
         let mut n = TreeNode::new(format!("http:{id}"), NodeKind::HttpSession, id.clone());
         n.status = Some(NodeStatus::Open);
         n.facts.push(Fact::new(
-            What::ListedByHealth,
+            FactKind::ListedByHealth,
             FactSource::Health {
                 url: url.to_owned(),
             },

@@ -11,13 +11,13 @@
 //! in [`RULES`], with a positive and a near-miss negative unit test in `tests/<that module>.rs`.
 
 mod adapters;
-mod chain;
+mod debuggees;
+mod duplicate_servers;
 mod hosts;
 mod processes;
 mod servers;
 mod sessions;
 pub mod stuck;
-mod twins;
 mod workers;
 
 use std::cell::RefCell;
@@ -328,11 +328,14 @@ pub const RULES: &[(FindingKind, Rule)] = &[
     (FindingKind::OrphanedWorker, workers::orphaned_worker),
     (FindingKind::LeakedWorker, workers::leaked_worker),
     (FindingKind::LeakedAdapter, adapters::leaked_adapter),
-    (FindingKind::LeakedDebuggee, chain::leaked_debuggee),
+    (FindingKind::LeakedDebuggee, debuggees::leaked_debuggee),
     (FindingKind::OrphanedServer, hosts::orphaned_server),
     (FindingKind::OrphanedStdio, hosts::orphaned_stdio),
     (FindingKind::OrphanedContainer, hosts::orphaned_container),
-    (FindingKind::DuplicateServer, twins::duplicate_server),
+    (
+        FindingKind::DuplicateServer,
+        duplicate_servers::duplicate_server,
+    ),
     (FindingKind::Spinning, processes::spinning),
     (FindingKind::Zombie, processes::zombie),
     (FindingKind::Stopped, processes::stopped),

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use super::{Candidate, Ctx};
 use crate::model::{
-    DebugSession, Finding, FindingId, FindingKind, Role, SessionState, Severity, What,
+    DebugSession, FactKind, Finding, FindingId, FindingKind, Role, SessionState, Severity,
 };
 
 /// A session of a live server, not ended and past starting, with no live worker.
@@ -38,7 +38,7 @@ fn finding(d: &DebugSession, server: u32, state: SessionState, ctx: &Ctx<'_>) ->
         .facts
         .iter()
         .rev()
-        .find(|x| matches!(x.what, What::StateChanged { .. }))
+        .find(|x| matches!(x.what, FactKind::StateChanged { .. }))
         .map(|x| format!(" per {}", x.source))
         .unwrap_or_default();
     let mut evidence = vec![format!(
@@ -48,7 +48,9 @@ fn finding(d: &DebugSession, server: u32, state: SessionState, ctx: &Ctx<'_>) ->
     if let Some(exit) = d.facts.iter().rev().find(|x| {
         matches!(
             x.what,
-            What::WorkerDied { .. } | What::WorkerExited { .. } | What::WorkerForceKilled
+            FactKind::WorkerDied { .. }
+                | FactKind::WorkerExited { .. }
+                | FactKind::WorkerForceKilled
         )
     }) {
         evidence.push(format!("{} ({})", exit.text, exit.source));

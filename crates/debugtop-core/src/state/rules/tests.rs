@@ -4,7 +4,8 @@
 //! (reconcile → rules → confirmation). No process is spawned.
 
 mod adapters;
-mod chain;
+mod debuggees;
+mod duplicate_servers;
 mod evaluator;
 mod hosts;
 mod plans;
@@ -13,7 +14,6 @@ mod redaction;
 mod servers;
 mod sessions;
 mod stuck;
-mod twins;
 mod workers;
 
 use std::time::Duration;

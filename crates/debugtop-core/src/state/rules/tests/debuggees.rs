@@ -1,4 +1,4 @@
-//! The leaked-debuggee rule (`rules/chain.rs`): what survives of an adapter's chain.
+//! The leaked-debuggee rule (`rules/debuggees.rs`): what survives of an adapter's chain.
 
 use crate::model::{FindingKind, LogEventKind as K, LogOrigin, Role};
 use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};

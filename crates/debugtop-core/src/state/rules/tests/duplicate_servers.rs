@@ -1,4 +1,4 @@
-//! The duplicate-server rule (`rules/twins.rs`): an older twin left behind under a live host.
+//! The duplicate-server rule (`rules/duplicate_servers.rs`): an older twin left behind under a live host.
 
 use crate::model::{FindingKind, Observation, Role, Severity};
 use crate::testing::{ObservationBuilder as Obs, ProcBuilder as P};

@@ -7,9 +7,9 @@ import type { SessionState } from "./SessionState";
 import type { Stage } from "./Stage";
 
 /**
- * What is known.
+ * What a fact says: one kind of thing known, with its data.
  */
-export type What = { "type": "noted" } | { "type": "http-initialized" } | { "type": "http-closed" } | { "type": "http-reaped", 
+export type FactKind = { "type": "noted" } | { "type": "http-initialized" } | { "type": "http-closed" } | { "type": "http-reaped", 
 /**
  * Idle seconds, as logged.
  */
