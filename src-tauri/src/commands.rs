@@ -47,11 +47,11 @@ pub fn subscribe(
         let mut follower = Follower::default();
         loop {
             if let Some(u) = updates.borrow_and_update().clone() {
-                if !st.is_paused() {
-                    if let Some(m) = follower.next(&u) {
-                        if !send_update(&st, &on_update, m) {
-                            break;
-                        }
+                if st.is_paused() {
+                    st.ipc.withheld.fetch_add(1, Ordering::Relaxed);
+                } else if let Some(m) = follower.next(&u) {
+                    if !send_update(&st, &on_update, m) {
+                        break;
                     }
                 }
             }

@@ -53,6 +53,8 @@ pub struct IpcStats {
     pub errors: AtomicU64,
     /// Messages on the target-status channel (one per change the window shows).
     pub statuses: AtomicU64,
+    /// Updates not sent because the window paused them.
+    pub withheld: AtomicU64,
 }
 
 /// What the window shows: the one answer every command that depends on it asks for.
@@ -391,16 +393,21 @@ impl AppState {
         self.statuses.send_replace(all);
     }
 
-    /// Stops the sampler (for tests and shutdown).
-    pub fn stop_sampler(&self) {
-        if let Some((a, b)) = self.sampler.lock().ok().and_then(|mut g| g.take()) {
-            a.abort();
-            b.abort();
-        }
+    /// Stops the sampler (for tests and shutdown). The tasks are aborted; awaiting the handles
+    /// returned waits until they have ended (a pass already under way finishes first).
+    pub fn stop_sampler(&self) -> Vec<JoinHandle<()>> {
+        let tasks = self.sampler.lock().ok().and_then(|mut g| g.take());
         // The remote streams too (their commands are killed as their feeds drop).
         if let Ok(mut r) = self.remotes.lock() {
             r.clear();
         }
+        tasks
+            .map(|(a, b)| {
+                a.abort();
+                b.abort();
+                vec![a, b]
+            })
+            .unwrap_or_default()
     }
 
     /// Whether live updates are paused.

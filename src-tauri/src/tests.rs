@@ -173,11 +173,15 @@ fn subscribe_streams_updates_and_set_paused_stops_them() {
     assert_eq!(full(), 2);
     t.call("set_paused", json!({ "paused": true }))
         .expect("pause");
-    // Let a send that was already under way finish, then nothing more may go out over a
-    // window of several ticks (100 ms each).
-    std::thread::sleep(Duration::from_millis(250));
+    // Once the forwarder has withheld an update, a send that was under way has finished
+    // (one loop sends and withholds in turn); then nothing more may go out over several
+    // ticks' updates.
+    let withheld = || st.ipc.withheld.load(std::sync::atomic::Ordering::Relaxed);
+    wait_for(Duration::from_secs(10), || (withheld() >= 1).then_some(()))
+        .expect("an update withheld");
     let paused_at = sent();
-    std::thread::sleep(Duration::from_millis(600));
+    wait_for(Duration::from_secs(10), || (withheld() >= 6).then_some(()))
+        .expect("five more updates withheld");
     assert_eq!(sent(), paused_at, "no update is sent while paused");
     t.call("set_paused", json!({ "paused": false }))
         .expect("resume");
@@ -210,7 +214,11 @@ fn healthy_ticks_send_the_window_their_update_and_nothing_else() {
     );
     assert_eq!(count(&st.ipc.errors), 0);
     let since = st.statuses.borrow()[0].since;
-    std::thread::sleep(Duration::from_millis(300));
+    let at = count(&st.ipc.messages);
+    wait_for(Duration::from_secs(10), || {
+        (count(&st.ipc.messages) >= at + 3).then_some(())
+    })
+    .expect("three more ticks' updates");
     assert_eq!(
         st.statuses.borrow()[0].since,
         since,
@@ -229,8 +237,12 @@ fn a_tick_error_standing_when_the_window_subscribes_is_told_at_once() {
     // machine another test's watched process exited, its exit-triggered tick landed after the
     // error was set and cleared it (the test failed in a fresh clone's run). The sampler stops;
     // a forwarding pass already under way ends first.
-    st.stop_sampler();
-    std::thread::sleep(Duration::from_millis(300));
+    let tasks = st.stop_sampler();
+    tauri::async_runtime::block_on(async {
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
     st.tick_error
         .send_replace(Some("cannot read the process table".into()));
     t.subscribe(31);
