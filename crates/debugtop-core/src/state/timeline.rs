@@ -141,7 +141,10 @@ impl Timeline {
             before.remove(&p.id());
             current.insert(p.id(), Arc::clone(p));
         }
-        for (id, p) in before {
+        // In pid order: the exits of one step are told, and buried, the same way every time.
+        let mut gone: Vec<(ProcId, Arc<Proc>)> = before.into_iter().collect();
+        gone.sort_unstable_by_key(|(id, _)| *id);
+        for (id, p) in gone {
             let at = exit_at.get(&id).copied().unwrap_or(now);
             if p.sample.state != ProcState::Zombie {
                 let text = format!("{} {} exited{}", p.role, p.pid, survivors(&p, procs));
@@ -587,5 +590,23 @@ mod tests {
             "{steps:?}"
         );
         assert!(steps[3].is_empty(), "{:?}", steps[3]);
+    }
+
+    #[test]
+    fn regression_the_exits_of_one_step_are_told_in_pid_order() {
+        use crate::testing::ProcBuilder;
+        let mut t = Timeline::new(100);
+        let procs: Vec<Arc<Proc>> = (0..40u32)
+            .map(|i| {
+                Arc::new(ProcBuilder::new(1_000 + i * 7 % 40, crate::model::Role::Worker).build())
+            })
+            .collect();
+        t.observe_procs(crate::testing::at(0), &procs, &[]);
+        let gone = t.observe_procs(crate::testing::at(1), &[], &[]);
+        let pids: Vec<u32> = gone.iter().map(|(p, _)| p.pid).collect();
+        let mut sorted = pids.clone();
+        sorted.sort_unstable();
+        assert_eq!(pids, sorted);
+        assert_eq!(pids.len(), 40);
     }
 }
