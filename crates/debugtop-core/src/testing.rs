@@ -413,7 +413,7 @@ const HOST_SESSION: &str = "039dbe75-9135-4c77-9446-8308a6b6c1e9";
 const CONTAINER: &str = "3f2a9c81d0e4b7a6c5d4e3f2a1b0c9d8";
 
 /// One observation of [`host_snapshot`]'s world at `t`, its host alive or gone.
-fn host_tick(t: i64, alive: bool) -> Observation {
+pub fn host_tick(t: i64, alive: bool) -> Observation {
     let o = ObservationBuilder::at(t).server_in_container(4026532999, 12, Some(CONTAINER));
     let o = if t > -10 {
         o

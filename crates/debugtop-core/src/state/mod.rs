@@ -6,11 +6,10 @@
 //! rule and the tree are unit-tested from fixtures and a recorded observation replays exactly.
 
 pub mod knowledge;
-pub mod memo;
 pub mod plan;
 pub mod reconcile;
+pub mod reuse;
 pub mod rules;
-pub mod share;
 mod statuses;
 pub mod timeline;
 pub mod tombs;
@@ -30,8 +29,8 @@ use crate::model::{
 };
 use crate::redact::{CommandLines, LiveRedaction};
 use knowledge::Knowledge;
+use reuse::share::{self, Interned};
 use rules::{Evaluator, VerdictConfig};
-use share::Interned;
 use timeline::Timeline;
 use world::World;
 
@@ -53,6 +52,9 @@ pub struct StateConfig {
     /// Publish the conditions not yet confirmed too (`Snapshot::unconfirmed`): for a one-shot
     /// snapshot, which waits for no grace.
     pub publish_unconfirmed: bool,
+    /// Reuse what did not change since the last step (default on; see [`reuse`]). Off, each
+    /// step builds everything anew: slower at scale, and equal, snapshot for snapshot.
+    pub reuse: bool,
 }
 
 impl Default for StateConfig {
@@ -65,6 +67,7 @@ impl Default for StateConfig {
             tomb_ttl: tombs::DEFAULT_TOMB_TTL,
             timeline_window: Duration::from_secs(600),
             publish_unconfirmed: false,
+            reuse: true,
         }
     }
 }
@@ -119,6 +122,9 @@ impl State {
     /// benchmark times).
     pub fn step(&mut self, obs: Observation) -> Update {
         self.seq += 1;
+        if !self.config.reuse {
+            self.forget_reused();
+        }
         let (table, obs) = obs.take_procs();
         let events = trace_span!("step: knowledge").in_scope(|| self.knowledge.apply(&obs, &table));
         let world = self.world(table, &obs);
@@ -133,6 +139,18 @@ impl State {
             snapshot,
             events,
         })
+    }
+
+    /// Forgets everything kept only to be reused (see [`reuse`]); what the step concludes
+    /// over time (knowledge, held conditions, timeline, tombs) stays.
+    fn forget_reused(&mut self) {
+        self.procs = Interned::default();
+        self.tree = Vec::new();
+        self.sessions = Interned::default();
+        self.findings = Interned::default();
+        self.session_memo = reconcile::SessionMemo::default();
+        self.redaction = LiveRedaction::new(self.config.home.clone());
+        self.evaluator.forget_reused();
     }
 
     /// The confirmed findings, each last step's allocation where it did not change.

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use chrono::Duration;
 
 use super::knowledge::{DebugRec, Knowledge, ServerKnowledge};
-use super::memo::{ByAlloc, Memo};
+use super::reuse::memo::{ByAlloc, Memo};
 use super::world::World;
 use crate::model::{DebugSession, Observation, Proc, ServerInfo, TreeNode};
 use crate::redact::CommandLines;

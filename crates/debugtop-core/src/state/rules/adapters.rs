@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{about, Candidate, Ctx, Input};
 use crate::model::{Finding, FindingKind, Proc, ProcState, Role, Severity};
-use crate::state::memo::ByAlloc;
+use crate::state::reuse::memo::ByAlloc;
 
 /// A live adapter whose parent is not a live worker.
 pub fn leaked_adapter(ctx: &Ctx<'_>) -> Vec<Candidate> {

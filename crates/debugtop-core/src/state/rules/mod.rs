@@ -27,8 +27,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use rustc_hash::FxHashMap;
 
-use super::memo::{ByAlloc, Memo};
 use super::plan::{self, PlanOptions, PlanTrace, SHORT_GRACE};
+use super::reuse::memo::{ByAlloc, Memo};
 use super::world::World;
 use crate::model::{
     short, DebugSession, Finding, FindingId, FindingKind, KillPlan, LiveTable, Proc, ProcId,
@@ -475,6 +475,12 @@ impl Evaluator {
             memo: RefCell::default(),
             dated: DatedMemo::default(),
         }
+    }
+
+    /// Forgets the findings kept to be reused (their conditions' dates stay).
+    pub fn forget_reused(&mut self) {
+        self.memo = RefCell::default();
+        self.dated = DatedMemo::default();
     }
 
     /// Conditions seen but not yet confirmed at the last evaluation (an audit samples on
