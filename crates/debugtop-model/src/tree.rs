@@ -127,7 +127,7 @@ pub struct TreeNode {
     pub facts: Vec<Fact>,
     /// Children.
     // Shared: a subtree that did not change between two steps is the same allocation in
-    // both (`state::share`), so copying, redacting and diffing it is a pointer operation.
+    // both (`state::reuse::share`), so copying, redacting and diffing it is a pointer operation.
     pub children: Vec<Arc<TreeNode>>,
 }
 

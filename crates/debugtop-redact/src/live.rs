@@ -6,7 +6,7 @@
 //! fixed for its identity — so each of them is redacted once and the redacted copy reused while
 //! its raw form stays equal (numbers that cannot carry a secret — CPU, memory, scheduler
 //! state — are carried over); so is each HTTP and debug session. What the step shares between
-//! ticks (`state::share`) is recognised by pointer: an element that is last tick's allocation at
+//! ticks (`state::reuse::share`) is recognised by pointer: an element that is last tick's allocation at
 //! its old place is reused without a comparison, a subtree of the tree without a walk. The rest
 //! of the snapshot (servers, groups, sources) is small and goes through [`redact_snapshot`] as
 //! before. The result is the same, string for string, as redacting the whole snapshot
@@ -229,7 +229,7 @@ impl LiveRedaction {
     }
 
     /// A subtree: last tick's redaction when it is the same allocation (unchanged, see
-    /// `state::share`); else its row (reused when equal to last tick's) and then its children.
+    /// `state::reuse::share`); else its row (reused when equal to last tick's) and then its children.
     fn node(
         &mut self,
         n: &Arc<TreeNode>,
