@@ -38,12 +38,19 @@ mod tests {
 
     /// Each step's update as JSON, the state reusing or not.
     fn replayed(steps: &[Observation], reuse: bool, redact: bool) -> Vec<String> {
-        let mut state = State::new(StateConfig {
-            reuse,
-            redact,
-            home: Some("/home/dev".into()),
-            ..StateConfig::default()
-        });
+        replayed_with(
+            steps,
+            StateConfig {
+                reuse,
+                redact,
+                home: Some("/home/dev".into()),
+                ..StateConfig::default()
+            },
+        )
+    }
+
+    fn replayed_with(steps: &[Observation], config: StateConfig) -> Vec<String> {
+        let mut state = State::new(config);
         steps
             .iter()
             .map(|o| {
@@ -119,23 +126,30 @@ mod tests {
         same_both_ways("a host that dies", &steps, &[true, false]);
     }
 
-    /// Near miss: the comparison sees a difference where there is one (a grace that confirms
-    /// the findings in one run and not the other).
+    /// Near miss: the comparison sees a difference where there is one (no grace: the findings
+    /// confirmed at once, where the default grace has not yet confirmed them).
     #[test]
     fn the_comparison_tells_different_updates_apart() {
         let steps: Vec<Observation> = (0..3).map(|t| orphans(t, 20, 2)).collect();
         let with = replayed(&steps, true, true);
-        let mut state = State::new(StateConfig {
-            verdicts: crate::state::rules::VerdictConfig {
-                grace: Duration::from_secs(3600),
-                ..Default::default()
+        let other = replayed_with(
+            &steps,
+            StateConfig {
+                verdicts: crate::state::rules::VerdictConfig {
+                    grace: Duration::ZERO,
+                    ..Default::default()
+                },
+                home: Some("/home/dev".into()),
+                ..StateConfig::default()
             },
-            ..StateConfig::default()
-        });
-        let other: Vec<String> = steps
-            .iter()
-            .map(|o| serde_json::to_string(&state.step(o.clone())).unwrap_or_default())
-            .collect();
+        );
         assert_ne!(with.last(), other.last());
+        let findings = |u: Option<&String>| {
+            let v: serde_json::Value =
+                serde_json::from_str(u.map_or("{}", String::as_str)).unwrap_or_default();
+            v["snapshot"]["findings"].as_array().map_or(0, Vec::len)
+        };
+        assert_eq!(findings(with.last()), 0, "the default grace holds them");
+        assert!(findings(other.last()) > 0, "no grace confirms them");
     }
 }
