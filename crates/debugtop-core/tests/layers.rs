@@ -270,12 +270,18 @@ fn a_file_is_test_only_when_its_mod_is_whatever_its_name() {
     assert!(!test_only.contains(&src.join("state/timeline.rs")));
 }
 
-#[test]
-fn lower_layers_never_import_higher_ones() {
+/// The engine's source folder, every file in it, and those only tests compile.
+fn engine_files() -> (PathBuf, Vec<PathBuf>, BTreeSet<PathBuf>) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut all = Vec::new();
     files(&src, &mut all);
     let test_only = test_only_files(&src);
+    (src, all, test_only)
+}
+
+#[test]
+fn lower_layers_never_import_higher_ones() {
+    let (src, all, test_only) = engine_files();
     let mut wrong = Vec::new();
     for f in &all {
         let rel = f.strip_prefix(&src).unwrap();
@@ -338,10 +344,7 @@ fn a_proc_path_is_found_in_production_code_only() {
 /// The OS is read in `debugtop-collect`: the engine names no `/proc` path of its own.
 #[test]
 fn the_engine_reads_no_proc_path_itself() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut all = Vec::new();
-    files(&src, &mut all);
-    let test_only = test_only_files(&src);
+    let (src, all, test_only) = engine_files();
     let mut wrong = Vec::new();
     for f in all.iter().filter(|f| !test_only.contains(*f)) {
         let text = std::fs::read_to_string(f).unwrap();

@@ -49,8 +49,9 @@ fn findings(s: &Snapshot, o: &mut String) -> std::fmt::Result {
         writeln!(o, "No findings: every process is accounted for.")?;
         writeln!(o)?;
     }
+    let procs: ByPid<'_> = s.processes.iter().map(|p| (p.pid, &**p)).collect();
     for f in &s.findings {
-        finding(f, s, o)?;
+        finding(f, &procs, o)?;
     }
     if !s.unconfirmed.is_empty() {
         writeln!(o, "## Not yet confirmed")?;
@@ -62,13 +63,16 @@ fn findings(s: &Snapshot, o: &mut String) -> std::fmt::Result {
         )?;
         writeln!(o)?;
         for f in &s.unconfirmed {
-            finding(f, s, o)?;
+            finding(f, &procs, o)?;
         }
     }
     Ok(())
 }
 
-fn finding(f: &Finding, s: &Snapshot, o: &mut String) -> std::fmt::Result {
+/// The snapshot's processes by pid.
+type ByPid<'a> = std::collections::HashMap<u32, &'a crate::model::Proc>;
+
+fn finding(f: &Finding, procs: &ByPid<'_>, o: &mut String) -> std::fmt::Result {
     let icon = match f.severity {
         Severity::Critical => "🔴 CRITICAL",
         Severity::Warning => "🟠 WARNING",
@@ -94,7 +98,7 @@ fn finding(f: &Finding, s: &Snapshot, o: &mut String) -> std::fmt::Result {
         writeln!(o, "- {}", esc(e))?;
     }
     writeln!(o)?;
-    commands(f, s, o)?;
+    commands(f, procs, o)?;
     write!(o, "**Suggested:** {}", esc(&f.suggested_action))?;
     if f.plan.as_ref().is_some_and(|p| !p.targets.is_empty()) {
         write!(o, " — `debugtop-cli kill {}`", f.id)?;
@@ -110,12 +114,11 @@ const COMMAND_CHARS: usize = 1_000;
 
 /// The whole command line of each process a finding names (the tree cuts labels short): what
 /// a reader of the report needs to tell what leaked.
-fn commands(f: &Finding, s: &Snapshot, o: &mut String) -> std::fmt::Result {
+fn commands(f: &Finding, procs: &ByPid<'_>, o: &mut String) -> std::fmt::Result {
     let named: Vec<&crate::model::Proc> = f
         .pids
         .iter()
-        .filter_map(|pid| s.processes.iter().find(|p| p.pid == *pid))
-        .map(|p| &**p)
+        .filter_map(|pid| procs.get(pid).copied())
         .collect();
     if named.is_empty() {
         return Ok(());
