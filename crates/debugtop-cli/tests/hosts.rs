@@ -882,21 +882,6 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
     let (new_memory, new_time) = (twins[0], twins[1]);
     owned.extend(twins.iter().map(|p| Owned::adopt(*p)));
     let ours = [memory, time, servers[2], new_memory, new_time];
-    // An audit started after the reconnect, told to keep watching: long enough for the old
-    // server's own start-up I/O (the memory server moves a few KB once in its first half
-    // minute, measured) to be over and thirty silent seconds and the grace to follow.
-    let watched_audit = std::thread::spawn(|| {
-        let started = std::time::Instant::now();
-        let out = cli()
-            .args(["audit", "--json", "--watch-for", "70"])
-            .output()
-            .unwrap();
-        let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        doc["test: seconds"] = json!(started.elapsed().as_secs());
-        doc["test: stderr"] = json!(String::from_utf8_lossy(&out.stderr));
-        (out.status.code(), doc)
-    });
-
     // 30 s of silence, the grace, a tick or two — after the old server's own start-up I/O,
     // which can come half a minute late, and quiet servers' counters are read one scan in
     // four. 90 s was missed once in four runs on this 2-core machine (cause not seen: the
@@ -920,6 +905,21 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
              ours: {:#}",
             seen_of(&stream.lock().unwrap(), &ours)
         )
+    });
+    // The watched audit, started once the monitor has seen the old server silent (nobody talks
+    // to it again): it must see thirty silent seconds of its own, then the grace, with quiet
+    // servers' counters read one scan in four, so 50 s reach it. Started beside the monitor,
+    // a 70 s audit missed it once, when the old server's start-up I/O came late.
+    let watched_audit = std::thread::spawn(|| {
+        let started = std::time::Instant::now();
+        let out = cli()
+            .args(["audit", "--json", "--watch-for", "50"])
+            .output()
+            .unwrap();
+        let mut doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        doc["test: seconds"] = json!(started.elapsed().as_secs());
+        doc["test: stderr"] = json!(String::from_utf8_lossy(&out.stderr));
+        (out.status.code(), doc)
     });
     let dups: Vec<&Value> = found
         .iter()
@@ -956,7 +956,7 @@ fn a_live_hosts_old_server_left_silent_after_a_reconnect_is_a_duplicate_and_twin
         .flatten()
         .filter(|f| finding_pids(f).iter().any(|p| ours.contains(p)))
         .collect();
-    assert_eq!(audited.len(), 1, "{audited:#?}");
+    assert_eq!(audited.len(), 1, "{doc:#}");
     assert_eq!(audited[0]["kind"], "duplicate-server");
     assert_eq!(finding_pids(audited[0]), [memory]);
 
