@@ -165,7 +165,9 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
          (setting ns_last_pid needs root: run as root, as CI does)"
     );
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let sessions = client.start_mock_sessions("contained", 2).await;
+    // Four workers: a worker may exit by itself when its server dies (one in eight did on
+    // the host), and with two, both once did — leaving nothing to be an orphan.
+    let sessions = client.start_mock_sessions("contained", 4).await;
     let mut e = debugtop_e2e::engine(700);
     let workers = workers_seen(&mut e, &sessions).await;
     // Healthy for 12 s (twice the grace): no finding about anything of either server, at any
@@ -230,6 +232,11 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
                 .filter(|(w, t)| start_ticks(*w) == Some(*t) && state_of(*w) != Some('Z'))
                 .map(|(w, _)| *w)
                 .collect();
+            assert!(
+                !alive.is_empty(),
+                "every worker exited by itself when its server died: none is left to be found \
+                 as an orphan"
+            );
             let f: Vec<_> = alive
                 .iter()
                 .filter_map(|w| debugtop_e2e::finding_of(u, FindingKind::OrphanedWorker, *w))
