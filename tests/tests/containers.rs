@@ -393,7 +393,8 @@ async fn every_fresh_audit_finds_a_contained_servers_orphans_and_none_while_it_l
     }
     let c = Contained::start(0);
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    let sessions = client.start_mock_sessions("fresh", 2).await;
+    // Four workers, as above: under a full suite's load both of two once exited by themselves.
+    let sessions = client.start_mock_sessions("fresh", 4).await;
     let mut e = debugtop_e2e::engine(700);
     let workers = workers_seen(&mut e, &sessions).await;
     drop(e);
