@@ -43,6 +43,11 @@ struct Contained {
     _dir: tempfile::TempDir,
 }
 
+/// How many mock sessions (so proxy workers) a contained server is given before it is killed.
+/// A worker may exit by itself when its server dies (one in eight did on the host); with two,
+/// both once did under a full suite's load, leaving nothing to be an orphan.
+const CONTAINED_WORKERS: usize = 4;
+
 impl Contained {
     /// Starts `unshare --pid --fork --mount-proc sh -c '… node cli.mjs http … &'` with the
     /// shell as the namespace's init, reaping forever as tini would (when a namespace's init
@@ -165,9 +170,9 @@ async fn contained_server_is_joined_in_its_namespace_and_its_orphans_get_host_pi
          (setting ns_last_pid needs root: run as root, as CI does)"
     );
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    // Four workers: a worker may exit by itself when its server dies (one in eight did on
-    // the host), and with two, both once did — leaving nothing to be an orphan.
-    let sessions = client.start_mock_sessions("contained", 4).await;
+    let sessions = client
+        .start_mock_sessions("contained", CONTAINED_WORKERS)
+        .await;
     let mut e = debugtop_e2e::engine(700);
     let workers = workers_seen(&mut e, &sessions).await;
     // Healthy for 12 s (twice the grace): no finding about anything of either server, at any
@@ -393,8 +398,7 @@ async fn every_fresh_audit_finds_a_contained_servers_orphans_and_none_while_it_l
     }
     let c = Contained::start(0);
     let client = Client::connect(&format!("http://127.0.0.1:{}/mcp", c.port)).await;
-    // Four workers, as above: under a full suite's load both of two once exited by themselves.
-    let sessions = client.start_mock_sessions("fresh", 4).await;
+    let sessions = client.start_mock_sessions("fresh", CONTAINED_WORKERS).await;
     let mut e = debugtop_e2e::engine(700);
     let workers = workers_seen(&mut e, &sessions).await;
     drop(e);
